@@ -1,0 +1,170 @@
+"""Headless use: `python -m desktop run --provider KIND --url URL --model NAME PROMPT`.
+
+With `--events jsonl` every event is printed as one JSON object per line on stdout;
+otherwise the answer streams to stdout and tool activity goes to stderr. The exit code is
+0 when the turn finishes, 1 when it fails, 2 for bad arguments, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from desktop.core.backends import BACKENDS, make_provider, on_track
+from desktop.core.dedupe import Deduplicator
+from desktop.core.events import (
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    TurnFailed,
+    TurnFinished,
+    event_to_dict,
+)
+from desktop.core.loop import LoopSettings, parse_max_tool_calls, run_turn
+from desktop.core.messages import Message
+from desktop.core.providers.base import RequestOptions
+from desktop.core.tools import Tool, Toolbox
+
+
+def declared_tools(path: Path) -> list[Tool]:
+    """Tools from a JSON list of OpenAI-style function definitions.
+
+    Declared tools do nothing but report the call: `{"ok": true, "arguments": ...}`.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read tools file {path}: {exc}") from exc
+    if not isinstance(raw, list):
+        raise ValueError(f"tools file {path} must hold a JSON list of function definitions")
+    tools = []
+    for entry in raw:
+        spec = entry.get("function", entry) if isinstance(entry, dict) else None
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise ValueError(f"tools file {path}: each entry needs a function name: {entry!r}")
+
+        async def report(arguments: dict[str, Any]) -> dict[str, Any]:
+            return {"ok": True, "arguments": arguments}
+
+        tools.append(
+            Tool(
+                name=spec["name"],
+                description=str(spec.get("description", "")),
+                parameters=spec.get("parameters") or {"type": "object", "properties": {}},
+                handler=report,
+            )
+        )
+    return tools
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m desktop", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run one turn headless and print its answer or events")
+    run.add_argument("--provider", required=True, choices=sorted(BACKENDS), metavar="KIND",
+                     help=f"backend kind: {', '.join(sorted(BACKENDS))}")  # fmt: skip
+    run.add_argument("--url", help="backend base URL (default: the backend's usual address)")
+    run.add_argument("--model", default="", help="model name, where the backend serves several")
+    run.add_argument("--track", choices=["auto", "native", "emulated"], default="emulated",
+                     help="tool calling: emulated (default), native, or auto")  # fmt: skip
+    run.add_argument("--tools-file", type=Path, help="JSON list of function definitions")
+    run.add_argument("--max-tool-calls", type=_max_tool_calls, default=10, metavar="N")
+    run.add_argument("--no-cooldown", action="store_true", help="turn tool cooldowns off")
+    run.add_argument("--events", choices=["jsonl"], help="print every event as JSON lines")
+    run.add_argument("--system", help="system prompt")
+    run.add_argument("--temperature", type=float)
+    run.add_argument("--seed", type=int)
+    run.add_argument("--max-tokens", type=int)
+    run.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
+                     help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
+    run.add_argument("prompt")
+    return parser
+
+
+def _max_tool_calls(text: str) -> int:
+    try:
+        return parse_max_tool_calls(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class HumanPrinter:
+    """The answer on stdout as it streams; tools and thinking on stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out, self.err = out, err
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+        elif isinstance(event, ThinkingDelta):
+            self.err.write(event.text)
+        elif isinstance(event, ToolCallParsed):
+            arguments = json.dumps(event.arguments, ensure_ascii=False)
+            self.err.write(f"\n[tool] {event.name}({arguments})\n")
+        elif isinstance(event, ToolRejected):
+            self.err.write(f"[rejected] {event.name}: {event.reason}\n")
+        elif isinstance(event, ToolResult):
+            status = f"error: {event.error}" if event.error else f"{event.duration_ms:.0f} ms"
+            self.err.write(f"[result] {event.name} ({status}): {event.content[:500]}\n")
+        elif isinstance(event, TurnFinished):
+            self.out.write("\n")
+
+
+def jsonl_printer(out: TextIO) -> Any:
+    def emit(event: Event) -> None:
+        out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+        out.flush()
+
+    return emit
+
+
+async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tools = declared_tools(args.tools_file) if args.tools_file else []
+    provider = make_provider(args.provider, args.url, args.model, api_key=args.api_key)
+    active, _track = on_track(provider, args.track)
+    conversation = [Message.system(args.system)] if args.system else []
+    conversation.append(Message.user(args.prompt))
+    settings = LoopSettings(
+        max_tool_calls=args.max_tool_calls,
+        options=RequestOptions(args.temperature, args.seed, args.max_tokens),
+    )
+    emit = jsonl_printer(out) if args.events == "jsonl" else HumanPrinter(out, err)
+    status = 1
+    try:
+        async for event in run_turn(
+            active,
+            Toolbox(tools),
+            conversation,
+            settings=settings,
+            dedupe=Deduplicator(cooldown_enabled=not args.no_cooldown),
+        ):
+            emit(event)
+            if isinstance(event, TurnFinished):
+                status = 0
+            elif isinstance(event, TurnFailed):
+                err.write(f"error: {event.message}\n")
+    finally:
+        await provider.aclose()
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(run_command(args, sys.stdout, sys.stderr))
+    except ValueError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return 130

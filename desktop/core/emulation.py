@@ -1,0 +1,360 @@
+"""Emulated ("untooled") tool calling: tools described in the prompt, calls parsed from text.
+
+`EmulatedTools` wraps any provider and has the same interface, so the loop never knows
+which track it is on. It renders the tools into the system prompt, rewrites earlier calls
+and results as plain messages (the backend is asked without native tools), streams prose
+as it arrives while holding back anything that may be a call, and parses the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from desktop.core.messages import Message, Part, TextPart, ToolCall
+from desktop.core.providers.base import (
+    BrokenCall,
+    Capabilities,
+    Provider,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    ThinkingChunk,
+    checked_call,
+    split_calls,
+)
+from desktop.core.thinking import ThinkSplitter, strip_thinking
+from desktop.core.tools import Tool
+
+TOOL_PROMPT_HEAD = """\
+You can use tools. To call a tool, answer with only this JSON and nothing else:
+{"name": "<tool name>", "arguments": {"<parameter>": <value>}}
+Fill "arguments" with real values for the user's request, never with the schema. \
+Give every required parameter, and no parameter that is not listed.
+If no tool fits, or the results above already answer the request, answer in plain text.
+
+Tools:"""
+
+# Appended to the tool results the model reads last: small models follow the latest words.
+NEXT_STEP_HINT = "If these results answer the request, answer the user now in plain text."
+NO_TOOLS_HINT = "Tools are no longer available: answer the user now in plain text."
+
+_CALL_START = re.compile(r'\{\s*"(?:name|function)"\s*:\s*"([^"\\]*)')
+_FENCE_PAIR = re.compile(r"```[A-Za-z0-9_-]*\s*```")
+
+
+# --- the prompt ------------------------------------------------------------------------
+
+
+def example_value(schema: Any) -> Any:
+    """A plausible value for a schema, for a made-up example call."""
+    if not isinstance(schema, dict):
+        return "..."
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.5
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [example_value(schema.get("items", {}))]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: example_value(v) for k, v in props.items() if k in schema.get("required", [])}
+    return "..."
+
+
+def render_tool(tool: Tool) -> str:
+    props = json.dumps(tool.properties, ensure_ascii=False, separators=(", ", ": "))
+    lines = [
+        f"- {tool.name}: {tool.description}",
+        f"  parameters: {props}",
+        f"  required: {', '.join(tool.required) or 'none'}",
+    ]
+    examples = tool.examples or ()
+    for example in examples:
+        call = json.dumps({"name": tool.name, "arguments": example.arguments}, ensure_ascii=False)
+        lines.append(f'  example: "{example.prompt}" -> {call}')
+    if not examples:
+        arguments = {k: example_value(v) for k, v in tool.properties.items() if k in tool.required}
+        call = json.dumps({"name": tool.name, "arguments": arguments}, ensure_ascii=False)
+        lines.append(f"  call shape: {call}")
+    return "\n".join(lines)
+
+
+def render_tool_prompt(tools: Iterable[Tool]) -> str:
+    return "\n".join([TOOL_PROMPT_HEAD, *(render_tool(t) for t in tools)])
+
+
+# --- the parser -------------------------------------------------------------------------
+
+
+@dataclass
+class ParsedAnswer:
+    text: str
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    broken: list[BrokenCall] = field(default_factory=list)
+
+
+def match_json_end(text: str, start: int) -> int | None:
+    """Index just past the object or array opening at `start`, or None if it never closes.
+
+    String-aware: brackets inside JSON strings (and escaped quotes) do not count.
+    """
+    depth = 0
+    in_string = False
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _as_call(value: Any, known: frozenset[str]) -> tuple[str, Any] | None:
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return None
+    for key in ("arguments", "parameters"):
+        if key in value:
+            return value["name"], value[key]
+    if value["name"] in known:
+        return value["name"], {}
+    return None
+
+
+def parse_answer(text: str, known_names: Iterable[str] = ()) -> ParsedAnswer:
+    """Find tool calls in a model's answer. Never raises.
+
+    A call is a JSON object with a string `name` and `arguments` (alone, fenced, or after
+    prose), or a JSON array of such objects. Anything else, `[1]`, `42`, `null`, `true` and
+    JSON that is not call-shaped included, stays text. A call that starts but never closes
+    (the output limit cut it) is reported as broken, never run.
+    """
+    known = frozenset(known_names)
+    visible, _ = strip_thinking(text)
+    calls: list[tuple[str, Any]] = []
+    broken: list[BrokenCall] = []
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(visible):
+        ch = visible[i]
+        if ch not in "{[":
+            i += 1
+            continue
+        end = match_json_end(visible, i)
+        if end is None:
+            started = _CALL_START.match(visible, i)
+            if ch == "{" and started:
+                reason = "The tool call was cut off before it ended (output limit reached?)."
+                broken.append(BrokenCall(started.group(1), visible[i:], reason))
+                spans.append((i, len(visible)))
+                break
+            i += 1
+            continue
+        try:
+            value = json.loads(visible[i:end])
+        except ValueError:
+            i += 1
+            continue
+        found = [_as_call(v, known) for v in (value if isinstance(value, list) else [value])]
+        if found and all(found):
+            calls.extend(c for c in found if c)
+            spans.append((i, end))
+            i = end
+        else:
+            i = end if isinstance(value, dict) else i + 1
+    if not spans:
+        return ParsedAnswer(visible)
+    prose = []
+    cursor = 0
+    for start, end in spans:
+        prose.append(visible[cursor:start])
+        cursor = end
+    prose.append(visible[cursor:])
+    remaining = _FENCE_PAIR.sub("", "".join(prose)).rstrip()
+    return ParsedAnswer(remaining, calls, broken)
+
+
+def call_json(calls: Sequence[ToolCall]) -> str:
+    """How earlier calls appear in the emulated history: as the model was asked to write them."""
+    shaped = [{"name": c.name, "arguments": c.arguments} for c in calls]
+    return json.dumps(shaped[0] if len(shaped) == 1 else shaped, ensure_ascii=False)
+
+
+# --- streaming hold-back ----------------------------------------------------------------
+
+
+class ProseGate:
+    """Lets prose through as it streams, and holds back from where a call may begin.
+
+    A call may begin at `{`, at a code fence, or at `[` followed by `{`; from that point
+    the text is held until the answer is complete and parsed.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = ""
+        self.released = 0
+        self.holding = False
+
+    def feed(self, text: str) -> str:
+        self.buffer += text
+        if self.holding:
+            return ""
+        safe = self._safe_end()
+        out = self.buffer[self.released : safe]
+        self.released = safe
+        return out
+
+    def _safe_end(self) -> int:
+        buf = self.buffer
+        for i in range(self.released, len(buf)):
+            ch = buf[i]
+            if ch == "{" or buf.startswith("```", i):
+                self.holding = True
+                return i
+            if ch == "[":
+                rest = buf[i + 1 :].lstrip()
+                if not rest:
+                    return i  # undecided until the next chunk
+                if rest[0] == "{":
+                    self.holding = True
+                    return i
+            if ch == "`" and "```".startswith(buf[i:]):
+                return i  # maybe the start of a fence: wait for the next chunk
+        return len(buf)
+
+    def rest(self, final_text: str) -> str:
+        """What is left to show once the answer is parsed into `final_text`."""
+        if final_text.startswith(self.buffer[: self.released]):
+            return final_text[self.released :]
+        return ""
+
+
+# --- the adapter ------------------------------------------------------------------------
+
+
+def emulated_history(messages: Sequence[Message], tools: Sequence[Tool]) -> list[Message]:
+    """The conversation as a backend without tools sees it: tools in the system prompt,
+    calls as the JSON the model wrote, results as user messages, same roles merged."""
+    addendum = render_tool_prompt(tools) if tools else ""
+    out: list[Message] = []
+    rest = list(messages)
+    if rest and rest[0].role == "system":
+        system = rest.pop(0).text
+        out.append(Message.system(f"{system}\n\n{addendum}" if addendum else system))
+    elif addendum:
+        out.append(Message.system(addendum))
+    for message in rest:
+        if message.role == "assistant" and message.tool_calls:
+            prose = message.text.strip()
+            calls = call_json(message.tool_calls)
+            converted = Message.assistant(f"{prose}\n{calls}" if prose else calls)
+        elif message.role == "tool":
+            header = f"[Result of {message.name or 'the tool'}]\n"
+            converted = Message("user", [TextPart(header + message.text)])
+        else:
+            converted = Message(message.role, list(message.parts))
+        if out and out[-1].role == converted.role and converted.role != "system":
+            out[-1] = Message(converted.role, _joined(out[-1].parts, converted.parts))
+        else:
+            out.append(converted)
+    if _mid_turn(messages):
+        hint = NEXT_STEP_HINT if tools else NO_TOOLS_HINT
+        last = out[-1]
+        out[-1] = Message(last.role, _joined(last.parts, [TextPart(hint)]))
+    return out
+
+
+def _mid_turn(messages: Sequence[Message]) -> bool:
+    """Whether the model is about to read tool results (perhaps followed by their images)."""
+    tail = [m.role for m in messages[-2:]]
+    return tail[-1:] == ["tool"] or tail == ["tool", "user"]
+
+
+def _joined(first: list[Part], second: list[Part]) -> list[Part]:
+    if first and second and isinstance(first[-1], TextPart) and isinstance(second[0], TextPart):
+        return [*first[:-1], TextPart(f"{first[-1].text}\n\n{second[0].text}"), *second[1:]]
+    return [*first, *second]
+
+
+class EmulatedTools:
+    """A provider that offers tools through the prompt of another provider."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]:
+        known = [t.name for t in tools]
+        for message in messages:
+            known.extend(c.name for c in message.tool_calls)
+        splitter = ThinkSplitter()
+        gate = ProseGate()
+        reply: Reply | None = None
+        async for event in self.inner.stream(emulated_history(messages, tools), [], options):
+            if isinstance(event, TextChunk):
+                for thinking, text in splitter.feed(event.text):
+                    if thinking:
+                        yield ThinkingChunk(text)
+                    elif released := gate.feed(text):
+                        yield TextChunk(released)
+            elif isinstance(event, Reply):
+                reply = event
+            else:
+                yield event
+        for thinking, text in splitter.flush():
+            if thinking:
+                yield ThinkingChunk(text)
+            elif released := gate.feed(text):
+                yield TextChunk(released)
+        if reply is None:
+            return
+        raw = reply.raw or reply.text
+        parsed = parse_answer(gate.buffer, known)
+        shown = parsed.text if (parsed.calls or parsed.broken) else gate.buffer
+        if rest := gate.rest(shown):
+            yield TextChunk(rest)
+        calls, broken = split_calls(checked_call(name, args) for name, args in parsed.calls)
+        yield Reply(
+            text=shown,
+            tool_calls=calls,
+            broken_calls=[*broken, *parsed.broken],
+            raw=raw,
+            finish_reason=reply.finish_reason,
+        )

@@ -1,0 +1,262 @@
+"""One user turn: ask the model, run the tools it calls, feed the results back, repeat.
+
+The loop is streaming-first: `run_turn` yields events as they happen, and the
+non-streaming form (`complete_turn`) is the same loop with its events collected.
+
+Each step's messages (the assistant's calls, the tool results, tool images) join the
+conversation only once the step is complete, so a turn stopped mid-step leaves the
+conversation as it was before that step: no half-received call, no call without a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from desktop.core.dedupe import Deduplicator
+from desktop.core.events import (
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    ToolStarted,
+    TurnFailed,
+    TurnFinished,
+    Usage,
+)
+from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.providers.base import (
+    Provider,
+    ProviderError,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    ThinkingChunk,
+    UsageReport,
+)
+from desktop.core.tools import Outcome, Toolbox
+
+DEFAULT_MAX_TOOL_CALLS = 10
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """How a turn runs.
+
+    `max_tool_calls`: calls a turn may spend, run or rejected; after the last one the model
+    is asked once more without tools. `invalid_call_retries`: how many times per turn an
+    invalid call's reason is shown to the model with the tools still offered; after that,
+    an invalid call makes the next request tool-free.
+    """
+
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    invalid_call_retries: int = 1
+    options: RequestOptions = field(default_factory=RequestOptions)
+
+    def __post_init__(self) -> None:
+        if self.max_tool_calls < 1:
+            raise ValueError("max_tool_calls must be at least 1")
+
+
+def parse_max_tool_calls(text: str) -> int:
+    """A user-typed limit: a whole number of at least 1 (`2.5`, `0`, `-3`, `abc` are refused)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"max tool calls must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise ValueError(f"max tool calls must be at least 1, not {value}")
+    return value
+
+
+@dataclass
+class _Step:
+    """What one step adds to the conversation, and what it decides about the next."""
+
+    messages: list[Message] = field(default_factory=list)
+    results: dict[str, Message] = field(default_factory=dict)
+    images: list[tuple[str, Image]] = field(default_factory=list)
+    duplicate: bool = False
+    invalid: bool = False
+
+
+async def run_turn(
+    provider: Provider,
+    toolbox: Toolbox,
+    conversation: list[Message],
+    *,
+    settings: LoopSettings | None = None,
+    dedupe: Deduplicator | None = None,
+) -> AsyncIterator[Event]:
+    """Run one turn over `conversation` (which ends with the user's message) and extend it."""
+    settings = settings or LoopSettings()
+    dedupe = dedupe or Deduplicator()
+    dedupe.new_turn()
+    spent = 0
+    invalid_retries = settings.invalid_call_retries
+    offer_tools = len(toolbox) > 0
+    withdrawn = ""  # why tools were withdrawn, for the hard stop's message
+    step = 0
+    while True:
+        tools = list(toolbox) if offer_tools else []
+        reply: Reply | None = None
+        try:
+            async for chunk in provider.stream(conversation, tools, settings.options):
+                if isinstance(chunk, TextChunk):
+                    yield TextDelta(step, chunk.text)
+                elif isinstance(chunk, ThinkingChunk):
+                    yield ThinkingDelta(step, chunk.text)
+                elif isinstance(chunk, UsageReport):
+                    yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
+                else:
+                    reply = chunk
+        except ProviderError as exc:
+            yield TurnFailed(step, str(exc))
+            return
+        except Exception as exc:  # a bug must still end the turn with a message, not hang the UI
+            yield TurnFailed(step, f"Unexpected error from {provider.label}: {exc!r}")
+            return
+        if reply is None:
+            yield TurnFailed(step, f"{provider.label} ended its answer without finishing it.")
+            return
+
+        if not reply.tool_calls and not reply.broken_calls:
+            conversation.append(Message.assistant(reply.text))
+            yield TurnFinished(step, reply.text)
+            return
+
+        if not tools:
+            # Tools were withdrawn and the model still calls one: a hard stop, never a loop.
+            stop = f"{withdrawn}, and the model kept calling tools."
+            for call in reply.tool_calls:
+                yield ToolRejected(step, call.name, call.arguments, f"Not run: {stop}")
+            for broken in reply.broken_calls:
+                yield ToolRejected(step, broken.name, broken.arguments, f"Not run: {stop}")
+            if reply.text.strip():
+                conversation.append(Message.assistant(reply.text))
+                yield TurnFinished(step, reply.text)
+            else:
+                yield TurnFailed(step, f"Stopped: {stop}")
+            return
+
+        outcome = _Step()
+        outcome.messages.append(Message.assistant(reply.text, reply.tool_calls))
+        runnable: list[ToolCall] = []
+        for call in reply.tool_calls:
+            yield ToolCallParsed(step, call.id, call.name, call.arguments)
+            reason: str | None = None
+            if spent >= settings.max_tool_calls:
+                reason = f"Not run: the limit of {settings.max_tool_calls} tool calls was reached."
+            else:
+                spent += 1
+                reason = toolbox.validate(call.name, call.arguments)
+                tool = toolbox.get(call.name)
+                if reason is not None and tool is not None:
+                    outcome.invalid = True
+                if reason is None and tool is not None:
+                    reason = dedupe.check(tool, call.arguments)
+                    outcome.duplicate = outcome.duplicate or reason is not None
+                    if reason is None:
+                        dedupe.record(tool, call.arguments)
+            if reason is not None:
+                yield ToolRejected(step, call.name, call.arguments, reason)
+                outcome.results[call.id] = Message.tool(call.id, call.name, reason)
+            else:
+                runnable.append(call)
+        broken_notes = []
+        for broken in reply.broken_calls:
+            spent += 1
+            yield ToolRejected(step, broken.name, broken.arguments, broken.reason)
+            broken_notes.append(f"Your call to {broken.name} was not run: {broken.reason}")
+            outcome.invalid = True
+
+        direct_answer: str | None = None
+        async for result in _run_all(toolbox, runnable, step):
+            yield result
+            if isinstance(result, ToolStarted):
+                continue
+            outcome.results[result.id] = Message.tool(result.id, result.name, result.content)
+            outcome.images.extend((result.name, image) for image in result.images)
+            tool = toolbox.get(result.name)
+            if tool is not None and tool.direct_output and result.error is None:
+                direct_answer = direct_answer if direct_answer is not None else result.content
+
+        outcome.messages.extend(outcome.results[c.id] for c in reply.tool_calls)
+        if broken_notes:
+            outcome.messages.append(Message.user("\n".join(broken_notes)))
+        if outcome.images:
+            outcome.messages.append(_images_message(outcome.images, provider.capabilities.vision))
+        conversation.extend(outcome.messages)
+
+        if direct_answer is not None:
+            conversation.append(Message.assistant(direct_answer))
+            yield TurnFinished(step, direct_answer)
+            return
+
+        if spent >= settings.max_tool_calls:
+            offer_tools = False
+            withdrawn = f"tools were withdrawn after {settings.max_tool_calls} tool calls"
+        elif outcome.duplicate:
+            offer_tools = False
+            withdrawn = "tools were withdrawn after a repeated call"
+        elif outcome.invalid:
+            offer_tools = invalid_retries > 0
+            invalid_retries -= 1
+            withdrawn = "tools were withdrawn after invalid calls"
+        step += 1
+
+
+async def _run_all(
+    toolbox: Toolbox, calls: Sequence[ToolCall], step: int
+) -> AsyncIterator[ToolStarted | ToolResult]:
+    """Run calls concurrently; yield each result as it finishes. Cancelling stops them all."""
+    if not calls:
+        return
+    for call in calls:
+        yield ToolStarted(step, call.id, call.name)
+
+    async def run(call: ToolCall) -> tuple[ToolCall, Outcome]:
+        return call, await toolbox.run(call)
+
+    tasks = [asyncio.ensure_future(run(call)) for call in calls]
+    try:
+        for next_done in asyncio.as_completed(tasks):
+            call, done = await next_done
+            yield ToolResult(
+                step, call.id, call.name, done.content, done.images, done.duration_ms, done.error
+            )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _images_message(images: list[tuple[str, Image]], vision: bool) -> Message:
+    """Tool images go back to the model as one user message (every backend sends user images)."""
+    names = ", ".join(dict.fromkeys(name for name, _ in images))
+    if vision:
+        return Message.user(f"[Images from the tool results: {names}]", [i for _, i in images])
+    return Message.user(
+        f"[The tool results of {names} included {len(images)} image(s). They were shown to "
+        "the user; this model cannot see images.]"
+    )
+
+
+async def complete_turn(
+    provider: Provider,
+    toolbox: Toolbox,
+    conversation: list[Message],
+    *,
+    settings: LoopSettings | None = None,
+    dedupe: Deduplicator | None = None,
+) -> list[Event]:
+    """The non-streaming form: the same loop, its events collected."""
+    return [
+        event
+        async for event in run_turn(
+            provider, toolbox, conversation, settings=settings, dedupe=dedupe
+        )
+    ]

@@ -1,0 +1,163 @@
+"""The conversation record: messages, their text and image parts, and tool calls.
+
+Every type round-trips through plain JSON (`to_dict` / `from_dict`), with image bytes as
+base64, so a conversation can be stored, exported and traced without custom encoders.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+# What the image sniffer recognises; vision APIs accept these four.
+_IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def sniff_image_mime(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes, or None for anything else."""
+    for signature, mime in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "text", "text": self.text}
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image part: raw bytes and their MIME type."""
+
+    data: bytes = field(repr=False)
+    mime: str
+    kind: Literal["image"] = "image"
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Image:
+        mime = sniff_image_mime(data)
+        if mime is None:
+            raise ValueError("not a PNG, JPEG, GIF or WebP image")
+        return cls(data=data, mime=mime)
+
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{self.base64()}"
+
+    def summary(self) -> dict[str, Any]:
+        """What an event stream shows of an image: its type and size, not its bytes."""
+        return {"mime": self.mime, "size": len(self.data)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "image", "mime": self.mime, "data": self.base64()}
+
+
+Part = TextPart | Image
+
+
+def part_from_dict(raw: dict[str, Any]) -> Part:
+    if raw["kind"] == "text":
+        return TextPart(str(raw["text"]))
+    if raw["kind"] == "image":
+        return Image(data=base64.b64decode(raw["data"]), mime=str(raw["mime"]))
+    raise ValueError(f"unknown part kind {raw['kind']!r}")
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ToolCall:
+        return cls(id=str(raw["id"]), name=str(raw["name"]), arguments=dict(raw["arguments"]))
+
+
+@dataclass
+class Message:
+    """One message of a conversation.
+
+    `tool_calls` is set on assistant messages that call tools; `tool_call_id` and `name`
+    on the tool messages that answer them.
+    """
+
+    role: Role
+    parts: list[Part] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls("system", [TextPart(text)])
+
+    @classmethod
+    def user(cls, text: str, images: list[Image] | tuple[Image, ...] = ()) -> Message:
+        parts: list[Part] = [TextPart(text)] if text else []
+        parts.extend(images)
+        return cls("user", parts)
+
+    @classmethod
+    def assistant(cls, text: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
+        return cls("assistant", [TextPart(text)] if text else [], list(tool_calls or []))
+
+    @classmethod
+    def tool(cls, call_id: str, name: str, content: str) -> Message:
+        return cls("tool", [TextPart(content)], tool_call_id=call_id, name=name)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> list[Image]:
+        return [p for p in self.parts if isinstance(p, Image)]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Message:
+        role = raw["role"]
+        if role not in ("system", "user", "assistant", "tool"):
+            raise ValueError(f"unknown role {role!r}")
+        return cls(
+            role=role,
+            parts=[part_from_dict(p) for p in raw.get("parts", [])],
+            tool_calls=[ToolCall.from_dict(c) for c in raw.get("tool_calls", [])],
+            tool_call_id=raw.get("tool_call_id"),
+            name=raw.get("name"),
+        )

@@ -1,0 +1,117 @@
+"""The one interface the loop knows: `stream(messages, tools, options)`.
+
+A provider yields text and thinking chunks as they arrive, usage when the backend reports
+it, and ends with exactly one `Reply`: the whole text and the tool calls, if any. Which
+track produced the calls (native, or emulated in the prompt) is invisible to the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from desktop.core.messages import Message, ToolCall, new_call_id
+from desktop.core.tools import Tool
+
+Track = Literal["auto", "native", "emulated"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    native_tools: bool = False
+    vision: bool = False
+    context_size: int | None = None
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ThinkingChunk:
+    text: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    prompt_tokens: int
+    completion_tokens: int
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True)
+class BrokenCall:
+    """A tool call the model started but that cannot be run: cut off, or not JSON."""
+
+    name: str
+    arguments: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The end of one model response.
+
+    `text` is the answer text, without any tool-call JSON; `raw` is what the model wrote,
+    for the inspector. `finish_reason` is the backend's ("stop", "length", "tool_calls").
+    """
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    broken_calls: list[BrokenCall] = field(default_factory=list)
+    raw: str = ""
+    finish_reason: str | None = None
+    kind: Literal["reply"] = "reply"
+
+
+ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Reply
+
+
+class ProviderError(Exception):
+    """A backend failure, with a message a person can act on ("... is not running at ...")."""
+
+
+class Provider(Protocol):
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def label(self) -> str:
+        """Who answers, for messages: "llama.cpp server at http://127.0.0.1:8080"."""
+        ...
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]: ...
+
+
+def checked_call(name: str, arguments: Any, call_id: str | None = None) -> ToolCall | BrokenCall:
+    """A call whose arguments are an object, or a broken call that says what they were."""
+    if isinstance(arguments, dict):
+        return ToolCall(call_id or new_call_id(), name, arguments)
+    kind = "null" if arguments is None else type(arguments).__name__
+    return BrokenCall(name, arguments, f"Its arguments must be a JSON object, not {kind}.")
+
+
+def split_calls(
+    found: Iterable[ToolCall | BrokenCall],
+) -> tuple[list[ToolCall], list[BrokenCall]]:
+    items = list(found)
+    return (
+        [c for c in items if isinstance(c, ToolCall)],
+        [c for c in items if isinstance(c, BrokenCall)],
+    )

@@ -1,0 +1,244 @@
+"""OpenAI-compatible chat completions over SSE: llama.cpp's llama-server, LM Studio, and
+any server that speaks `/v1/chat/completions`.
+
+Streams `delta.content` as text and `delta.reasoning_content` (llama.cpp) or
+`delta.reasoning` (LM Studio) as thinking; assembles native tool calls from their
+fragments by `index` (name first, arguments over many chunks, ids that may be null).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, SSEError, aconnect_sse
+
+from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.providers.base import (
+    BrokenCall,
+    Capabilities,
+    ProviderError,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    ThinkingChunk,
+    UsageReport,
+    checked_call,
+    split_calls,
+)
+from desktop.core.tools import Tool
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The conversation in the OpenAI chat format (images as data URLs, arguments as JSON)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        wire: dict[str, Any] = {"role": message.role}
+        images = message.images
+        if images and message.role == "user":
+            content: list[dict[str, Any]] = []
+            if message.text:
+                content.append({"type": "text", "text": message.text})
+            content.extend(_image_part(image) for image in images)
+            wire["content"] = content
+        else:
+            wire["content"] = message.text
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ]
+        if message.role == "tool":
+            wire["tool_call_id"] = message.tool_call_id
+            if message.name:
+                wire["name"] = message.name
+        out.append(wire)
+    return out
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": image.data_url()}}
+
+
+@dataclass
+class _CallFragments:
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+
+
+def error_message(body: bytes) -> str:
+    """The human part of an error body: `{"error": {"message"}}`, `{"error": "..."}` or text."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:500] or "no details"
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            return str(error.get("message") or error)
+        return str(error)
+    return text[:500]
+
+
+class OpenAICompatProvider:
+    """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "",
+        *,
+        name: str = "OpenAI-compatible server",
+        api_key: str | None = None,
+        capabilities: Capabilities | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[: -len("/v1")]
+        self.model = model
+        self.name = name
+        self._capabilities = capabilities or Capabilities()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # trust_env=False: no proxy from the environment; requests go only where configured.
+        self.client = httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=False)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.base_url}"
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def request_body(
+        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "messages": wire_messages(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.model:
+            body["model"] = self.model
+        if tools:
+            body["tools"] = [tool.wire_definition() for tool in tools]
+            body["parallel_tool_calls"] = True
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.seed is not None:
+            body["seed"] = options.seed
+        if options.max_tokens is not None:
+            body["max_tokens"] = options.max_tokens
+        return body
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]:
+        body = self.request_body(messages, tools, options)
+        url = f"{self.base_url}/v1/chat/completions"
+        try:
+            async with aconnect_sse(self.client, "POST", url, json=body) as source:
+                if source.response.status_code >= 400:
+                    await source.response.aread()
+                    raise ProviderError(
+                        f"{self.label} answered HTTP {source.response.status_code}: "
+                        f"{error_message(source.response.content)}"
+                    )
+                async for event in self._events(source):
+                    yield event
+        except httpx.ConnectError:
+            raise ProviderError(
+                f"{self.name} is not running at {self.base_url} (connection refused)."
+            ) from None
+        except httpx.TimeoutException as exc:
+            raise ProviderError(f"{self.label} did not answer in time ({exc!r}).") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise ProviderError(
+                f"The connection to {self.label} broke mid-answer ({exc})."
+            ) from None
+        except SSEError as exc:
+            raise ProviderError(f"{self.label} did not answer with a stream: {exc}") from None
+
+    async def _events(self, source: EventSource) -> AsyncIterator[ProviderEvent]:
+        text: list[str] = []
+        fragments: dict[int, _CallFragments] = {}
+        finish_reason: str | None = None
+        done = False
+        async for sse in source.aiter_sse():
+            if sse.data == "[DONE]":
+                done = True
+                break
+            if not sse.data:
+                continue
+            try:
+                chunk = json.loads(sse.data)
+            except ValueError:
+                raise ProviderError(
+                    f"{self.label} sent a line that is not JSON: {sse.data[:200]}"
+                ) from None
+            if "error" in chunk:
+                message = error_message(sse.data.encode())
+                raise ProviderError(f"{self.label} failed mid-answer: {message}")
+            usage = chunk.get("usage")
+            if isinstance(usage, dict):
+                yield UsageReport(
+                    int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+                )
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if thought:
+                    yield ThinkingChunk(thought)
+                content = delta.get("content")
+                if content:
+                    text.append(content)
+                    yield TextChunk(content)
+                for fragment in delta.get("tool_calls") or []:
+                    slot = fragments.setdefault(int(fragment.get("index", 0)), _CallFragments())
+                    slot.id = fragment.get("id") or slot.id
+                    function = fragment.get("function") or {}
+                    slot.name += function.get("name") or ""
+                    slot.arguments += function.get("arguments") or ""
+                if choice.get("finish_reason"):
+                    finish_reason = choice["finish_reason"]
+        if not done and finish_reason is None:
+            raise ProviderError(f"{self.label} stopped mid-answer (the stream ended early).")
+        calls, broken = _assemble(fragments)
+        whole = "".join(text)
+        yield Reply(whole, calls, broken, raw=whole, finish_reason=finish_reason)
+
+
+def _assemble(fragments: dict[int, _CallFragments]) -> tuple[list[ToolCall], list[BrokenCall]]:
+    found: list[ToolCall | BrokenCall] = []
+    for index in sorted(fragments):
+        slot = fragments[index]
+        try:
+            arguments = json.loads(slot.arguments) if slot.arguments.strip() else {}
+        except ValueError:
+            reason = "Its arguments were not valid JSON."
+            found.append(BrokenCall(slot.name, slot.arguments, reason))
+            continue
+        found.append(checked_call(slot.name, arguments, slot.id))
+    return split_calls(found)

