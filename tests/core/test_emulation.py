@@ -1,0 +1,321 @@
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from desktop.core.emulation import (
+    EmulatedTools,
+    ProseGate,
+    emulated_history,
+    match_json_end,
+    parse_answer,
+    render_tool_prompt,
+)
+from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.providers.base import Reply, RequestOptions, TextChunk, ThinkingChunk
+from desktop.core.tools import Example, Tool
+from tests.fakes import ScriptedProvider, Step
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+
+async def noop(arguments: dict[str, Any]) -> str:
+    return ""
+
+
+SEARCH = Tool(
+    "search",
+    "Search the notes",
+    {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["query"],
+    },
+    noop,
+    examples=(Example("find my notes on rust", {"query": "rust"}),),
+)
+CLOCK = Tool("current_time", "The time now", {"type": "object", "properties": {}}, noop)
+
+
+# --- the prompt -----------------------------------------------------------------------
+
+
+def test_prompt_shows_name_description_schema_required_and_examples() -> None:
+    prompt = render_tool_prompt([SEARCH, CLOCK])
+    assert "- search: Search the notes" in prompt
+    assert '"query": {"type": "string"}' in prompt
+    assert "required: query" in prompt  # the reference hid which arguments are required
+    assert (
+        'example: "find my notes on rust" -> {"name": "search", "arguments": {"query": "rust"}}'
+        in prompt
+    )
+    assert "- current_time: The time now" in prompt
+    assert "required: none" in prompt
+    assert 'call shape: {"name": "current_time", "arguments": {}}' in prompt
+
+
+# --- the parser -----------------------------------------------------------------------
+
+
+def calls(text: str, known: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+    return parse_answer(text, known).calls
+
+
+def test_plain_prose_is_text() -> None:
+    """Edge case 1."""
+    parsed = parse_answer("Paris is the capital of France.")
+    assert parsed.calls == [] and parsed.text == "Paris is the capital of France."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "search", "arguments": {"query": "rust"}}',
+        '```json\n{"name": "search", "arguments": {"query": "rust"}}\n```',
+        'Sure! {"name": "search", "arguments": {"query": "rust"}} hope it helps',
+        '  \n{"name":"search","arguments":{"query":"rust"}}',
+    ],
+)
+def test_json_alone_fenced_or_after_prose_is_a_call(text: str) -> None:
+    """Edge case 2."""
+    assert calls(text) == [("search", {"query": "rust"})]
+
+
+def test_fenced_json_with_a_closing_brace_inside_a_string() -> None:
+    """Edge case 3: a `}` inside a string does not end the object."""
+    text = '```json\n{"name": "search", "arguments": {"query": "fn main() { } and \\"}\\""}}\n```'
+    parsed = parse_answer(text)
+    assert parsed.calls == [("search", {"query": 'fn main() { } and "}"'})]
+    assert parsed.text == ""
+
+
+def test_prose_around_a_call_is_kept_without_the_json_or_fence() -> None:
+    parsed = parse_answer(
+        'Let me check.\n```json\n{"name": "search", "arguments": {"query": "a"}}\n```'
+    )
+    assert parsed.text == "Let me check."
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["According to the docs [1], it works.", "42", "true", "null", "0", "Answer: {}", "[1, 2]",
+     '{"name": "Alice", "age": 3}', "use {braces} freely", '{"not": "a call"}'],
+)  # fmt: skip
+def test_citations_numbers_literals_and_other_json_are_text(text: str) -> None:
+    """Edge cases 4 and 5: never a call, never thrown away, `null` stays the text "null"."""
+    parsed = parse_answer(text)
+    assert parsed.calls == [] and parsed.broken == []
+    assert parsed.text == text
+
+
+def test_two_objects_are_two_calls() -> None:
+    """Edge case 6: the policy is to take both (run as parallel calls, each validated)."""
+    text = '{"name": "search", "arguments": {"query": "a"}}\n{"name": "search", "arguments": {"query": "b"}}'
+    assert calls(text) == [("search", {"query": "a"}), ("search", {"query": "b"})]
+
+
+def test_an_array_of_calls() -> None:
+    text = '[{"name": "search", "arguments": {"query": "a"}}, {"name": "current_time", "arguments": {}}]'
+    assert calls(text) == [("search", {"query": "a"}), ("current_time", {})]
+
+
+def test_truncated_call_is_broken_not_run() -> None:
+    """Edge case 7: max_tokens hit mid-call; no repair, the partial call is flagged."""
+    parsed = parse_answer('{"name": "search", "arguments": {"query": "ru')
+    assert parsed.calls == []
+    assert parsed.broken[0].name == "search"
+    assert "cut off" in parsed.broken[0].reason
+    assert parsed.text == ""
+
+
+@pytest.mark.parametrize("arguments", ["null", '"rust"', "[1]"])
+def test_null_or_string_arguments_are_parsed_for_validation_to_reject(arguments: str) -> None:
+    """Edge case 8: the parser passes them on; the adapter turns them into broken calls."""
+    assert calls(f'{{"name": "search", "arguments": {arguments}}}') == [
+        ("search", json.loads(arguments))
+    ]
+
+
+def test_parameters_key_and_bare_name_of_a_known_tool() -> None:
+    assert calls('{"name": "search", "parameters": {"query": "a"}}') == [("search", {"query": "a"})]
+    assert calls('{"name": "current_time"}', ("current_time",)) == [("current_time", {})]
+    assert calls('{"name": "current_time"}') == []
+
+
+def test_think_blocks_are_ignored() -> None:
+    """Edge case 32: `<think>{x}</think>{call}`."""
+    parsed = parse_answer(
+        '<think>maybe {"name": "x", "arguments": {}}</think>{"name": "search", "arguments": {"query": "q"}}'
+    )
+    assert parsed.calls == [("search", {"query": "q"})]
+
+
+def test_match_json_end_handles_escapes() -> None:
+    text = '{"a": "\\\\"} tail'
+    assert match_json_end(text, 0) == len('{"a": "\\\\"}')
+    assert match_json_end('{"a": "}', 0) is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text())
+def test_parser_never_raises_on_any_text(text: str) -> None:
+    parsed = parse_answer(text)
+    assert isinstance(parsed.text, str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prose=st.text(max_size=40),
+    name=st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True),
+    arguments=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    cut=st.integers(min_value=0, max_value=400),
+    noise=st.sampled_from(["", "```json\n", "<think>", "}", "]", '"', "\\", "{", "["]),
+)
+def test_parser_survives_mutated_calls(
+    prose: str, name: str, arguments: dict[str, Any], cut: int, noise: str
+) -> None:
+    """Random model output: real calls, cut short, with stray fences, quotes and brackets."""
+    call = json.dumps({"name": name, "arguments": arguments})
+    whole = prose + " " + call
+    parse_answer(whole[:cut] + noise + whole[cut:])
+    mutated = parse_answer(whole[: max(cut, 1)])
+    assert isinstance(mutated.calls, list)
+    clean_prose = "".join(c for c in prose if c not in "{[<")
+    intact = parse_answer(f"{clean_prose} {call}")
+    assert (name, arguments) in intact.calls
+
+
+# --- streaming hold-back ----------------------------------------------------------------
+
+
+def feed_all(chunks: list[str]) -> tuple[str, ProseGate]:
+    gate = ProseGate()
+    return "".join(gate.feed(c) for c in chunks), gate
+
+
+def test_prose_streams_through() -> None:
+    shown, gate = feed_all(["Hello ", "there, see [1] ", "and `code`."])
+    assert shown == "Hello there, see [1] and `code`."
+    assert not gate.holding
+
+
+def test_gate_holds_from_a_brace_or_fence() -> None:
+    shown, gate = feed_all(["Let me look. ", '{"na', 'me": 1}'])
+    assert shown == "Let me look. " and gate.holding
+    shown, gate = feed_all(["Sure. `", "``json\n{"])
+    assert shown == "Sure. "
+    shown, gate = feed_all(["[", "  {"])
+    assert shown == "" and gate.holding
+    shown, gate = feed_all(["[", "1] says"])
+    assert shown == "[1] says" and not gate.holding
+
+
+# --- the adapter ------------------------------------------------------------------------
+
+
+async def run_adapter(
+    chunks: list[str], tools: list[Tool]
+) -> tuple[list[str], list[str], Reply, ScriptedProvider]:
+    inner = ScriptedProvider([Step(chunks=chunks)])
+    adapter = EmulatedTools(inner)
+    text, thinking, reply = [], [], None
+    async for event in adapter.stream([Message.user("hi")], tools, RequestOptions()):
+        if isinstance(event, TextChunk):
+            text.append(event.text)
+        elif isinstance(event, ThinkingChunk):
+            thinking.append(event.text)
+        elif isinstance(event, Reply):
+            reply = event
+    assert reply is not None
+    return text, thinking, reply, inner
+
+
+async def test_adapter_streams_prose_and_reports_no_call() -> None:
+    text, _, reply, inner = await run_adapter(["The answer ", "is 4."], [SEARCH])
+    assert text == ["The answer ", "is 4."]
+    assert reply.text == "The answer is 4." and reply.tool_calls == []
+    # tools went into the system prompt, not to the backend's native tools
+    assert inner.requests[0].tools == []
+    assert inner.requests[0].messages[0].role == "system"
+    assert "- search: Search the notes" in inner.requests[0].messages[0].text
+
+
+async def test_adapter_hides_call_json_and_returns_the_call() -> None:
+    chunks = ["Checking. ", '```json\n{"name": "sea', 'rch", "arguments": {"query": "x"}}\n```']
+    text, _, reply, _ = await run_adapter(chunks, [SEARCH])
+    assert "".join(text) == "Checking. "
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("search", {"query": "x"})]
+    assert reply.tool_calls[0].id.startswith("call_")
+    assert reply.raw == "".join(chunks)
+
+
+async def test_adapter_releases_held_text_that_was_not_a_call() -> None:
+    text, _, reply, _ = await run_adapter(["Use ", "{braces}", " freely."], [SEARCH])
+    assert "".join(text) == "Use {braces} freely." == reply.text
+    assert reply.tool_calls == []
+
+
+async def test_adapter_moves_think_tags_to_thinking() -> None:
+    text, thinking, reply, _ = await run_adapter(["<thi", "nk>hmm {x}</think>", "Four."], [SEARCH])
+    assert "".join(thinking) == "hmm {x}"
+    assert "".join(text) == "Four." == reply.text
+
+
+async def test_adapter_turns_null_arguments_into_a_broken_call() -> None:
+    """Edge case 8: `arguments: null` is rejected cleanly, never crashes."""
+    _, _, reply, _ = await run_adapter(['{"name": "search", "arguments": null}'], [SEARCH])
+    assert reply.tool_calls == []
+    assert reply.broken_calls[0].reason == "Its arguments must be a JSON object, not null."
+
+
+def test_history_rewrites_calls_and_results_as_plain_messages() -> None:
+    """Tool results and prior calls stay visible to the model (the reference drops them)."""
+    history = [
+        Message.system("You are terse."),
+        Message.user("find rust notes"),
+        Message.assistant("", [ToolCall("c1", "search", {"query": "rust"})]),
+        Message.tool("c1", "search", "3 notes"),
+        Message.user("[Images from the tool results: search]", [Image.from_bytes(PNG)]),
+    ]
+    out = emulated_history(history, [SEARCH])
+    assert [m.role for m in out] == ["system", "user", "assistant", "user"]
+    assert out[0].text.startswith("You are terse.\n\nYou can use tools.")
+    assert out[2].text == '{"name": "search", "arguments": {"query": "rust"}}'
+    assert "[Result of search]\n3 notes" in out[3].text
+    assert len(out[3].images) == 1  # the image stays a real image part, after the result
+    assert out[3].text.endswith("answer the user now in plain text.")
+
+
+def test_history_without_tools_has_no_tool_prompt_and_says_so() -> None:
+    history = [
+        Message.user("q"),
+        Message.assistant("", [ToolCall("c1", "search", {"query": "q"})]),
+        Message.tool("c1", "search", "r"),
+    ]
+    out = emulated_history(history, [])
+    assert out[0].role == "user"
+    assert out[-1].text.endswith(
+        "Tools are no longer available: answer the user now in plain text."
+    )
+
+
+def test_a_new_user_question_gets_no_hint() -> None:
+    history = [
+        Message.user("q"),
+        Message.assistant("", [ToolCall("c1", "search", {"query": "q"})]),
+        Message.tool("c1", "search", "r"),
+        Message.assistant("done"),
+        Message.user("next question"),
+    ]
+    assert emulated_history(history, [SEARCH])[-1].text == "next question"

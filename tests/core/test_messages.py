@@ -1,0 +1,58 @@
+import json
+
+import pytest
+
+from desktop.core.messages import Image, Message, TextPart, ToolCall, sniff_image_mime
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def test_conversation_round_trips_through_json() -> None:
+    conversation = [
+        Message.system("be brief"),
+        Message.user("what is this?", [Image.from_bytes(PNG)]),
+        Message.assistant("let me look", [ToolCall("c1", "zoom", {"factor": 2, "at": [1, 2]})]),
+        Message.tool("c1", "zoom", '{"ok": true}'),
+        Message.assistant("a dot"),
+    ]
+    text = json.dumps([m.to_dict() for m in conversation])
+    restored = [Message.from_dict(raw) for raw in json.loads(text)]
+    assert restored == conversation
+    assert restored[1].images[0].data == PNG
+    assert restored[2].tool_calls[0].arguments == {"factor": 2, "at": [1, 2]}
+    assert restored[3].tool_call_id == "c1" and restored[3].name == "zoom"
+
+
+def test_text_joins_text_parts_and_skips_images() -> None:
+    message = Message("user", [TextPart("a"), Image.from_bytes(PNG), TextPart("b")])
+    assert message.text == "ab"
+    assert len(message.images) == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "mime"),
+    [
+        (PNG, "image/png"),
+        (b"\xff\xd8\xff\xe0rest", "image/jpeg"),
+        (b"GIF89a....", "image/gif"),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"),
+        (b"<svg xmlns=...>", None),
+        (b"BM\x00\x00", None),
+    ],
+)
+def test_image_sniffing(data: bytes, mime: str | None) -> None:
+    assert sniff_image_mime(data) == mime
+
+
+def test_image_from_unknown_bytes_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a PNG"):
+        Image.from_bytes(b"<svg/>")
+
+
+def test_unknown_role_is_refused() -> None:
+    with pytest.raises(ValueError, match="role"):
+        Message.from_dict({"role": "function", "parts": []})
+
+
+def test_image_data_url() -> None:
+    assert Image.from_bytes(PNG).data_url().startswith("data:image/png;base64,iVBORw0KGgo")

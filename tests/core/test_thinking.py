@@ -1,0 +1,37 @@
+import pytest
+
+from desktop.core.thinking import ThinkSplitter, strip_thinking
+
+
+def split_all(chunks: list[str]) -> list[tuple[bool, str]]:
+    splitter = ThinkSplitter()
+    pieces = [p for c in chunks for p in splitter.feed(c)] + splitter.flush()
+    merged: list[tuple[bool, str]] = []
+    for thinking, text in pieces:
+        if merged and merged[-1][0] == thinking:
+            merged[-1] = (thinking, merged[-1][1] + text)
+        else:
+            merged.append((thinking, text))
+    return merged
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["<think>plan</think>answer"],
+        ["<th", "ink>pl", "an</th", "ink>answer"],
+        ["<", "t", "h", "i", "n", "k", ">", "plan", "<", "/", "think", ">", "answer"],
+    ],
+)
+def test_think_tags_split_across_chunks(chunks: list[str]) -> None:
+    assert split_all(chunks) == [(True, "plan"), (False, "answer")]
+
+
+def test_a_lone_angle_bracket_is_text() -> None:
+    assert split_all(["a <", "b"]) == [(False, "a <b")]
+    assert split_all(["x <th"]) == [(False, "x <th")]
+
+
+def test_strip_thinking_keeps_json_after_the_block() -> None:
+    visible, thought = strip_thinking('<think>{x}</think>{"name": "a"}')
+    assert visible == '{"name": "a"}' and thought == "{x}"

@@ -1,0 +1,132 @@
+import asyncio
+from typing import Any
+
+import pytest
+
+from desktop.core.messages import Image, ToolCall
+from desktop.core.tools import Tool, Toolbox, ToolOutput, render_content
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1},
+    },
+    "required": ["city"],
+}
+
+
+async def echo(arguments: dict[str, Any]) -> Any:
+    return {"echo": arguments}
+
+
+def weather(handler: Any = echo, **flags: Any) -> Tool:
+    return Tool("get_weather", "Weather for a city", WEATHER_SCHEMA, handler, **flags)
+
+
+def test_valid_arguments_pass() -> None:
+    box = Toolbox([weather()])
+    assert box.validate("get_weather", {"city": "Paris", "unit": "celsius", "days": 2}) is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({}, "missing required argument 'city'"),
+        ({"city": "Paris", "country": "FR"}, "unknown argument 'country'"),
+        ({"city": 5}, "'city': 5 is not of type 'string'"),
+        ({"city": "Paris", "unit": "kelvin"}, "'unit': 'kelvin' is not one of"),
+        ({"city": "Paris", "days": "3"}, "'days': '3' is not of type 'integer'"),
+        (None, "must be a JSON object, got null"),
+        ("Paris", "must be a JSON object, got a string"),
+    ],
+)
+def test_invalid_arguments_are_rejected_with_the_reason(arguments: Any, expected: str) -> None:
+    """Edge cases 8 and 9: missing required, unknown key, wrong types, null or string args."""
+    reason = Toolbox([weather()]).validate("get_weather", arguments)
+    assert reason is not None
+    assert expected in reason
+    assert "city, unit, days" in reason  # the model is told which parameters exist
+
+
+def test_wrong_case_tool_name_is_not_found_and_lists_the_tools() -> None:
+    """Edge case 9: names match exactly."""
+    reason = Toolbox([weather()]).validate("Get_Weather", {"city": "x"})
+    assert reason == 'Function "Get_Weather" not found. Available functions: get_weather.'
+
+
+def test_a_bad_schema_is_refused_at_definition() -> None:
+    with pytest.raises(ValueError, match="invalid parameter schema"):
+        Tool("t", "d", {"type": "object", "properties": {"a": {"type": "nope"}}}, echo)
+    with pytest.raises(ValueError, match="object schema"):
+        Tool("t", "d", {"type": "string"}, echo)
+    with pytest.raises(ValueError, match="tool name"):
+        Tool("has space", "d", {"type": "object"}, echo)
+
+
+def test_two_tools_with_one_name_are_refused() -> None:
+    with pytest.raises(ValueError, match="two tools"):
+        Toolbox([weather(), weather()])
+
+
+async def test_handler_result_is_rendered_as_json_text() -> None:
+    outcome = await Toolbox([weather()]).run(ToolCall("c", "get_weather", {"city": "Oslo"}))
+    assert outcome.content == '{"echo": {"city": "Oslo"}}'
+    assert outcome.error is None and outcome.duration_ms >= 0
+
+
+async def test_handler_exception_becomes_an_error_result() -> None:
+    """Edge case 17: a tool that raises does not end the session."""
+
+    async def broken(arguments: dict[str, Any]) -> str:
+        raise KeyError("station")
+
+    outcome = await Toolbox([weather(broken)]).run(ToolCall("c", "get_weather", {"city": "x"}))
+    assert outcome.error == "KeyError: 'station'"
+    assert outcome.content == "Error: KeyError: 'station'"
+
+
+async def test_handler_timeout_becomes_an_error_result() -> None:
+    """Edge case 18: a hanging tool is stopped by its timeout."""
+
+    async def hangs(arguments: dict[str, Any]) -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    box = Toolbox([weather(hangs, timeout_s=0.05)])
+    outcome = await box.run(ToolCall("c", "get_weather", {"city": "x"}))
+    assert outcome.error == "Tool get_weather timed out after 0.05 s."
+
+
+async def test_images_come_back_with_the_content() -> None:
+    async def chart(arguments: dict[str, Any]) -> ToolOutput:
+        return ToolOutput("a chart", [Image.from_bytes(PNG)])
+
+    outcome = await Toolbox([weather(chart)]).run(ToolCall("c", "get_weather", {"city": "x"}))
+    assert outcome.content == "a chart" and outcome.images[0].mime == "image/png"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("plain", "plain"),
+        (42, "42"),
+        (None, "null"),
+        ([1, "é"], '[1, "é"]'),
+        ({"a": 1}, '{"a": 1}'),
+    ],
+)
+def test_non_string_results_serialise_consistently(value: Any, text: str) -> None:
+    """Edge case 42: objects, numbers and null are JSON for every provider."""
+    assert render_content(value) == text
+
+
+def test_wire_definition_is_openai_shaped() -> None:
+    assert weather().wire_definition() == {
+        "type": "function",
+        "function": {"name": "get_weather", "description": "Weather for a city",
+                     "parameters": WEATHER_SCHEMA},
+    }  # fmt: skip

@@ -1,0 +1,92 @@
+"""The one scriptable fake provider for loop tests.
+
+Each step of the script is what the model answers to one request: text chunks, native
+tool calls, or a function of the request that returns those. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import (
+    BrokenCall,
+    Capabilities,
+    ProviderError,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    ThinkingChunk,
+    UsageReport,
+)
+from desktop.core.tools import Tool
+
+
+@dataclass
+class Step:
+    chunks: Sequence[str] = ()
+    tool_calls: Sequence[ToolCall] = ()
+    broken_calls: Sequence[BrokenCall] = ()
+    thinking: Sequence[str] = ()
+    usage: tuple[int, int] | None = None
+    error: str | None = None  # raise ProviderError after the chunks
+    hang: bool = False  # after the chunks, wait until cancelled
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Request:
+    messages: list[Message]
+    tools: list[str]
+    options: RequestOptions
+
+
+Script = Step | str | Callable[[Request], "Step | str"]
+
+
+@dataclass
+class ScriptedProvider:
+    script: list[Script]
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    label: str = "scripted model"
+    requests: list[Request] = field(default_factory=list)
+    cancelled: bool = False
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+    ) -> AsyncIterator[ProviderEvent]:
+        request = Request(copy.deepcopy(list(messages)), [t.name for t in tools], options)
+        self.requests.append(request)
+        if not self.script:
+            raise AssertionError(f"the script has no step left for request {len(self.requests)}")
+        entry = self.script.pop(0)
+        if callable(entry):
+            entry = entry(request)
+        step = Step(chunks=[entry]) if isinstance(entry, str) else entry
+        for thought in step.thinking:
+            yield ThinkingChunk(thought)
+        for chunk in step.chunks:
+            await asyncio.sleep(0)
+            yield TextChunk(chunk)
+        if step.hang:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
+        if step.error:
+            raise ProviderError(step.error)
+        if step.usage:
+            yield UsageReport(*step.usage)
+        text = "".join(step.chunks)
+        yield Reply(
+            text,
+            list(step.tool_calls),
+            list(step.broken_calls),
+            raw=text,
+            finish_reason=step.finish_reason,
+        )
