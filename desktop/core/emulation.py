@@ -200,9 +200,16 @@ def parse_answer(text: str, known_names: Iterable[str] = ()) -> ParsedAnswer:
 
 
 def call_json(calls: Sequence[ToolCall]) -> str:
-    """How earlier calls appear in the emulated history: as the model was asked to write them."""
+    """How earlier calls appear while tools are offered: as the model was asked to write them."""
     shaped = [{"name": c.name, "arguments": c.arguments} for c in calls]
     return json.dumps(shaped[0] if len(shaped) == 1 else shaped, ensure_ascii=False)
+
+
+def call_prose(calls: Sequence[ToolCall]) -> str:
+    """How earlier calls appear once tools are withdrawn: JSON there would prime a small
+    model to write yet another call instead of the answer."""
+    said = [f"{c.name} with {json.dumps(c.arguments, ensure_ascii=False)}" for c in calls]
+    return f"(I called {' and '.join(said)}.)"
 
 
 # --- streaming hold-back ----------------------------------------------------------------
@@ -262,7 +269,7 @@ def emulated_history(messages: Sequence[Message], tools: Sequence[Tool]) -> list
     calls as the JSON the model wrote, results as user messages, same roles merged."""
     addendum = render_tool_prompt(tools) if tools else ""
     out: list[Message] = []
-    rest = list(messages)
+    rest = list(messages) if tools else _without_rejected_calls(messages)
     if rest and rest[0].role == "system":
         system = rest.pop(0).text
         out.append(Message.system(f"{system}\n\n{addendum}" if addendum else system))
@@ -271,7 +278,7 @@ def emulated_history(messages: Sequence[Message], tools: Sequence[Tool]) -> list
     for message in rest:
         if message.role == "assistant" and message.tool_calls:
             prose = message.text.strip()
-            calls = call_json(message.tool_calls)
+            calls = call_json(message.tool_calls) if tools else call_prose(message.tool_calls)
             converted = Message.assistant(f"{prose}\n{calls}" if prose else calls)
         elif message.role == "tool":
             header = f"[Result of {message.name or 'the tool'}]\n"
@@ -283,10 +290,30 @@ def emulated_history(messages: Sequence[Message], tools: Sequence[Tool]) -> list
         else:
             out.append(converted)
     if _mid_turn(messages):
-        hint = NEXT_STEP_HINT if tools else NO_TOOLS_HINT
+        hint = NEXT_STEP_HINT
+        if not tools:
+            refusals = [m.text for m in messages if m.role == "tool" and m.rejected]
+            hint = "\n".join([*(f"({reason})" for reason in refusals), NO_TOOLS_HINT])
         last = out[-1]
         out[-1] = Message(last.role, _joined(last.parts, [TextPart(hint)]))
     return out
+
+
+def _without_rejected_calls(messages: Sequence[Message]) -> list[Message]:
+    """The history minus calls that were refused: once tools are withdrawn, a refused repeat
+    only confuses a small model about what it already knows."""
+    refused = {m.tool_call_id for m in messages if m.role == "tool" and m.rejected}
+    kept: list[Message] = []
+    for message in messages:
+        if message.role == "tool" and message.rejected:
+            continue
+        if message.tool_calls and refused.intersection(c.id for c in message.tool_calls):
+            calls = [c for c in message.tool_calls if c.id not in refused]
+            if not calls and not message.text.strip():
+                continue
+            message = Message("assistant", list(message.parts), calls)
+        kept.append(message)
+    return kept
 
 
 def _mid_turn(messages: Sequence[Message]) -> bool:

@@ -163,7 +163,7 @@ async def run_turn(
                         dedupe.record(tool, call.arguments)
             if reason is not None:
                 yield ToolRejected(step, call.name, call.arguments, reason)
-                outcome.results[call.id] = Message.tool(call.id, call.name, reason)
+                outcome.results[call.id] = Message.tool(call.id, call.name, reason, rejected=True)
             else:
                 runnable.append(call)
         broken_notes = []

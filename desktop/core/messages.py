@@ -104,7 +104,8 @@ class Message:
     """One message of a conversation.
 
     `tool_calls` is set on assistant messages that call tools; `tool_call_id` and `name`
-    on the tool messages that answer them.
+    on the tool messages that answer them, and `rejected` when the call was not run
+    (the text then says why).
     """
 
     role: Role
@@ -112,6 +113,7 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    rejected: bool = False
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -128,8 +130,8 @@ class Message:
         return cls("assistant", [TextPart(text)] if text else [], list(tool_calls or []))
 
     @classmethod
-    def tool(cls, call_id: str, name: str, content: str) -> Message:
-        return cls("tool", [TextPart(content)], tool_call_id=call_id, name=name)
+    def tool(cls, call_id: str, name: str, content: str, *, rejected: bool = False) -> Message:
+        return cls("tool", [TextPart(content)], tool_call_id=call_id, name=name, rejected=rejected)
 
     @property
     def text(self) -> str:
@@ -147,6 +149,8 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             out["name"] = self.name
+        if self.rejected:
+            out["rejected"] = True
         return out
 
     @classmethod
@@ -160,4 +164,5 @@ class Message:
             tool_calls=[ToolCall.from_dict(c) for c in raw.get("tool_calls", [])],
             tool_call_id=raw.get("tool_call_id"),
             name=raw.get("name"),
+            rejected=bool(raw.get("rejected", False)),
         )

@@ -305,6 +305,7 @@ def test_history_without_tools_has_no_tool_prompt_and_says_so() -> None:
     ]
     out = emulated_history(history, [])
     assert out[0].role == "user"
+    assert out[1].text == '(I called search with {"query": "q"}.)'
     assert out[-1].text.endswith(
         "Tools are no longer available: answer the user now in plain text."
     )
@@ -319,3 +320,21 @@ def test_a_new_user_question_gets_no_hint() -> None:
         Message.user("next question"),
     ]
     assert emulated_history(history, [SEARCH])[-1].text == "next question"
+
+
+def test_refused_calls_leave_the_history_once_tools_are_withdrawn() -> None:
+    """A refused repeat would prime a small model to call again; its reason stays visible."""
+    history = [
+        Message.user("weather?"),
+        Message.assistant("", [ToolCall("c1", "search", {"query": "w"})]),
+        Message.tool("c1", "search", "rain"),
+        Message.assistant("", [ToolCall("c2", "search", {"query": "w"})]),
+        Message.tool("c2", "search", "Rejected: a repeat.", rejected=True),
+    ]
+    withdrawn = emulated_history(history, [])
+    assert [m.role for m in withdrawn] == ["user", "assistant", "user"]
+    assert withdrawn[-1].text.startswith("[Result of search]\nrain")
+    assert "(Rejected: a repeat.)" in withdrawn[-1].text
+    offered = emulated_history(history, [SEARCH])
+    assert "Rejected: a repeat." in offered[-1].text
+    assert len(offered) == 6

@@ -29,6 +29,8 @@ class RequestOptions:
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
+    # Native track only: "required" makes the backend constrain its answer to a tool call.
+    tool_choice: Literal["auto", "required"] | None = None
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,8 @@ class OpenAICompatProvider:
         if tools:
             body["tools"] = [tool.wire_definition() for tool in tools]
             body["parallel_tool_calls"] = True
+            if options.tool_choice:
+                body["tool_choice"] = options.tool_choice
         if options.temperature is not None:
             body["temperature"] = options.temperature
         if options.seed is not None:

@@ -1,0 +1,128 @@
+"""The headless CLI, run as a real process against a local server speaking the OpenAI wire."""
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop.core.cli import build_parser, declared_tools
+from desktop.core.runtime import free_port
+from tests.replay_server import Canned, Received, ReplayServer, sse
+
+PATH = "/v1/chat/completions"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def content(text: str) -> list[bytes]:
+    chunks = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return sse(*chunks)
+
+
+async def run_cli(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "desktop", "run", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+def tools_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(TOOLS))
+    return path
+
+
+async def test_jsonl_events_for_an_emulated_tool_turn(tools_file: Path) -> None:
+    answers = iter(
+        [content('{"name": "get_weather", "arguments": {"city": "Oslo"}}'), content("Cold.")]
+    )
+
+    def next_answer(request: Received) -> Canned:
+        return Canned(pieces=next(answers))
+
+    async with ReplayServer() as server:
+        server.route("POST", PATH, next_answer)
+        code, out, err = await run_cli(
+            "--provider", "llamacpp", "--url", server.url, "--model", "m",
+            "--tools-file", str(tools_file), "--events", "jsonl", "Weather in Oslo?",
+        )  # fmt: skip
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["kind"] for e in events] == [
+        "tool_call", "tool_started", "tool_result", "text_delta", "turn_finished",
+    ]  # fmt: skip
+    assert events[0]["arguments"] == {"city": "Oslo"} and events[0]["step"] == 0
+    assert json.loads(events[2]["content"]) == {"ok": True, "arguments": {"city": "Oslo"}}
+    assert events[2]["images"] == [] and events[2]["error"] is None
+    assert events[-1] == {"kind": "turn_finished", "step": 1, "text": "Cold."}
+    # the default track is emulated: the tools went into the prompt, not the request
+    first = server.requests[0].json()
+    assert "tools" not in first
+    assert "get_weather" in first["messages"][0]["content"]
+
+
+async def test_native_track_sends_tools(tools_file: Path) -> None:
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=content("Hi.")))
+        code, out, _ = await run_cli(
+            "--provider", "lmstudio", "--url", server.url, "--track", "native",
+            "--tools-file", str(tools_file), "hello",
+        )  # fmt: skip
+    assert code == 0 and out == "Hi.\n"
+    assert server.requests[0].json()["tools"][0]["function"]["name"] == "get_weather"
+
+
+async def test_a_dead_server_is_a_failure_with_a_message() -> None:
+    port = free_port()
+    code, _out, err = await run_cli(
+        "--provider", "llamacpp", "--url", f"http://127.0.0.1:{port}", "hi"
+    )
+    assert code == 1
+    assert f"error: llama.cpp server is not running at http://127.0.0.1:{port}" in err
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "abc", "2.5"])
+async def test_invalid_max_tool_calls_is_a_usage_error(value: str) -> None:
+    code, _, err = await run_cli("--provider", "openai", "--max-tool-calls", value, "hi")
+    assert code == 2 and "max tool calls" in err
+
+
+async def test_a_broken_tools_file_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "tools.json"
+    bad.write_text('{"name": "x"}')
+    code, _, err = await run_cli("--provider", "openai", "--tools-file", str(bad), "hi")
+    assert code == 2 and "must hold a JSON list" in err
+
+
+def test_parser_defaults() -> None:
+    args = build_parser().parse_args(["run", "--provider", "llamacpp", "hi"])
+    assert (args.track, args.max_tool_calls, args.no_cooldown, args.events) == (
+        "emulated", 10, False, None,
+    )  # fmt: skip
+
+
+async def test_declared_tools_report_their_arguments(tools_file: Path) -> None:
+    (tool,) = declared_tools(tools_file)
+    result: Any = await tool.handler({"city": "Rome"})
+    assert result == {"ok": True, "arguments": {"city": "Rome"}}
+    assert tool.required == ["city"]

@@ -1,0 +1,152 @@
+"""End to end against the real llama-server and the small real model (Qwen2.5-Coder 0.5B).
+
+Temperature 0 and a fixed seed keep the model's answers stable; the assertions hold for
+what any sane answer does (a call to the tool, its arguments), not for exact wording.
+"""
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import httpx
+import pytest
+
+from desktop.core.backends import make_provider, on_track
+from desktop.core.events import Event, TextDelta, ToolCallParsed, ToolResult, TurnFinished, Usage
+from desktop.core.loop import LoopSettings, complete_turn, run_turn
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import RequestOptions
+from desktop.core.runtime import LlamaServer
+from desktop.core.tools import Tool, Toolbox
+
+pytestmark = pytest.mark.server
+
+OPTIONS = RequestOptions(temperature=0, seed=42, max_tokens=80)
+
+
+class Weather:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.tool = Tool(
+            "get_weather",
+            "Get the current weather for a city",
+            {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City name"}},
+                "required": ["city"],
+            },
+            self.handle,
+        )
+
+    async def handle(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(arguments)
+        return {"city": arguments["city"], "temperature_c": 14, "conditions": "light rain"}
+
+
+async def test_streamed_text_answer(llama_server: LlamaServer) -> None:
+    provider = make_provider("llamacpp", llama_server.base_url)
+    active, _ = on_track(provider, "emulated")
+    events = await complete_turn(
+        active, Toolbox(), [Message.user("Write two sentences about the sea.")],
+        settings=LoopSettings(options=OPTIONS),
+    )  # fmt: skip
+    await provider.aclose()
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) >= 3  # streamed, not delivered at once
+    assert isinstance(events[-1], TurnFinished)
+    assert events[-1].text == "".join(deltas) and events[-1].text.strip()
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert usage.prompt_tokens > 0 and usage.completion_tokens >= len(deltas)
+
+
+async def test_emulated_tool_call_end_to_end(llama_server: LlamaServer) -> None:
+    weather = Weather()
+    provider = make_provider("llamacpp", llama_server.base_url)
+    active, track = on_track(provider, "emulated")
+    conversation = [Message.user("What's the weather in Paris right now?")]
+    events = await complete_turn(
+        active, Toolbox([weather.tool]), conversation, settings=LoopSettings(options=OPTIONS)
+    )
+    await provider.aclose()
+    assert track == "emulated"
+    call = next(e for e in events if isinstance(e, ToolCallParsed))
+    assert call.name == "get_weather" and call.arguments == {"city": "Paris"}
+    assert weather.calls[0] == {"city": "Paris"}
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert json.loads(result.content)["temperature_c"] == 14
+    assert not any(isinstance(e, TextDelta) and '"name"' in e.text for e in events)
+    final = events[-1]
+    assert isinstance(final, TurnFinished), final
+    assert "14" in final.text or "rain" in final.text
+    roles = [m.role for m in conversation]
+    assert roles[:3] == ["user", "assistant", "tool"] and roles[-1] == "assistant"
+
+
+async def test_native_track_round_trip(llama_server: LlamaServer) -> None:
+    """Native wire end to end: tools sent as `tools`, an earlier call and its result sent as
+    `tool_calls` and a `tool` message, rendered by the server's own chat template."""
+    weather = Weather()
+    provider = make_provider("llamacpp", llama_server.base_url)
+    active, track = on_track(provider, "native")
+    conversation = [
+        Message.user("What's the weather in Paris right now?"),
+        Message.assistant("", [ToolCall("call_1", "get_weather", {"city": "Paris"})]),
+        Message.tool(
+            "call_1",
+            "get_weather",
+            '{"city": "Paris", "temperature_c": 14, "conditions": "light rain"}',
+        ),
+    ]
+    events = await complete_turn(
+        active, Toolbox([weather.tool]), conversation, settings=LoopSettings(options=OPTIONS)
+    )
+    await provider.aclose()
+    assert track == "native"
+    final = events[-1]
+    assert isinstance(final, TurnFinished), final
+    assert "14" in final.text
+
+
+async def test_stop_mid_stream_stops_the_server_generating(llama_server: LlamaServer) -> None:
+    provider = make_provider("llamacpp", llama_server.base_url)
+    first_text = asyncio.Event()
+    long_answer = RequestOptions(temperature=0, seed=1, max_tokens=2000)
+
+    async def consume() -> None:
+        async for event in run_turn(
+            provider, Toolbox(), [Message.user("Count from 1 to 1000, one number per line.")],
+            settings=LoopSettings(options=long_answer),
+        ):  # fmt: skip
+            if isinstance(event, TextDelta):
+                first_text.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first_text.wait(), 60)
+    async with httpx.AsyncClient() as client:
+        busy = (await client.get(f"{llama_server.base_url}/slots")).json()
+        assert any(slot["is_processing"] for slot in busy)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(50):
+            slots = (await client.get(f"{llama_server.base_url}/slots")).json()
+            if not any(slot["is_processing"] for slot in slots):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail(f"the server still generates after the stop: {slots}")
+    await provider.aclose()
+
+
+async def test_cli_against_the_real_server(llama_server: LlamaServer) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "desktop", "run", "--provider", "llamacpp",
+        "--url", llama_server.base_url, "--temperature", "0", "--seed", "1",
+        "--max-tokens", "30", "--events", "jsonl", "Say hi.",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    events: list[Event] = [json.loads(line) for line in out.decode().splitlines()]
+    assert events[-1]["kind"] == "turn_finished" and events[-1]["text"]
