@@ -78,6 +78,15 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class TurnWarning:
+    """A warning that does not end the turn, e.g. the prompt nearly fills the context."""
+
+    step: int
+    message: str
+    kind: Literal["warning"] = "warning"
+
+
+@dataclass(frozen=True)
 class TurnFinished:
     step: int
     text: str
@@ -99,6 +108,7 @@ Event = (
     | ToolStarted
     | ToolResult
     | Usage
+    | TurnWarning
     | TurnFinished
     | TurnFailed
 )
@@ -111,6 +121,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "tool_started",
     "tool_result",
     "usage",
+    "warning",
     "turn_finished",
     "turn_failed",
 )

@@ -25,10 +25,12 @@ from desktop.core.events import (
     ToolStarted,
     TurnFailed,
     TurnFinished,
+    TurnWarning,
     Usage,
 )
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import (
+    Notice,
     Provider,
     ProviderError,
     Reply,
@@ -111,6 +113,8 @@ async def run_turn(
                     yield ThinkingDelta(step, chunk.text)
                 elif isinstance(chunk, UsageReport):
                     yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
+                elif isinstance(chunk, Notice):
+                    yield TurnWarning(step, chunk.message)
                 else:
                     reply = chunk
         except ProviderError as exc:

@@ -12,7 +12,7 @@ def test_the_event_set_is_closed_and_named_as_specified() -> None:
     kinds = {cls.__dataclass_fields__["kind"].default for cls in typing.get_args(Event)}
     assert kinds == set(EVENT_KINDS) == {
         "text_delta", "thinking_delta", "tool_call", "tool_rejected", "tool_started",
-        "tool_result", "usage", "turn_finished", "turn_failed",
+        "tool_result", "usage", "warning", "turn_finished", "turn_failed",
     }  # fmt: skip
 
 
@@ -25,6 +25,7 @@ def test_field_names_match_the_published_interface() -> None:
         "tool_started": ["step", "id", "name"],
         "tool_result": ["step", "id", "name", "content", "images", "duration_ms", "error"],
         "usage": ["step", "prompt_tokens", "completion_tokens"],
+        "warning": ["step", "message"],
         "turn_finished": ["step", "text"],
         "turn_failed": ["step", "message"],
     }

@@ -53,6 +53,14 @@ class UsageReport:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Something the user should know that does not stop the answer (context nearly full)."""
+
+    message: str
+    kind: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True)
 class BrokenCall:
     """A tool call the model started but that cannot be run: cut off, or not JSON."""
 
@@ -77,7 +85,7 @@ class Reply:
     kind: Literal["reply"] = "reply"
 
 
-ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Reply
+ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | Reply
 
 
 class ProviderError(Exception):

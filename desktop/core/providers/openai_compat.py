@@ -8,6 +8,7 @@ fragments by `index` (name first, arguments over many chunks, ids that may be nu
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -30,9 +31,16 @@ from desktop.core.providers.base import (
     checked_call,
     split_calls,
 )
+from desktop.core.providers.http import (
+    DEFAULT_TIMEOUT,
+    error_message,
+    make_client,
+    plain_failures,
+)
 from desktop.core.tools import Tool
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
+# llama.cpp answers 503 while it loads the model: nothing was generated, so waiting is safe.
+LOADING_RETRIES = (1.0, 2.0, 4.0, 8.0)
 
 
 def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -80,21 +88,6 @@ class _CallFragments:
     arguments: str = ""
 
 
-def error_message(body: bytes) -> str:
-    """The human part of an error body: `{"error": {"message"}}`, `{"error": "..."}` or text."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500] or "no details"
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict):
-            return str(error.get("message") or error)
-        return str(error)
-    return text[:500]
-
-
 class OpenAICompatProvider:
     """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
 
@@ -114,9 +107,7 @@ class OpenAICompatProvider:
         self.model = model
         self.name = name
         self._capabilities = capabilities or Capabilities()
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        # trust_env=False: no proxy from the environment; requests go only where configured.
-        self.client = httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=False)
+        self.client = make_client(api_key, timeout)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -160,28 +151,27 @@ class OpenAICompatProvider:
     ) -> AsyncIterator[ProviderEvent]:
         body = self.request_body(messages, tools, options)
         url = f"{self.base_url}/v1/chat/completions"
-        try:
-            async with aconnect_sse(self.client, "POST", url, json=body) as source:
-                if source.response.status_code >= 400:
-                    await source.response.aread()
-                    raise ProviderError(
-                        f"{self.label} answered HTTP {source.response.status_code}: "
-                        f"{error_message(source.response.content)}"
-                    )
-                async for event in self._events(source):
-                    yield event
-        except httpx.ConnectError:
-            raise ProviderError(
-                f"{self.name} is not running at {self.base_url} (connection refused)."
-            ) from None
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"{self.label} did not answer in time ({exc!r}).") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise ProviderError(
-                f"The connection to {self.label} broke mid-answer ({exc})."
-            ) from None
-        except SSEError as exc:
-            raise ProviderError(f"{self.label} did not answer with a stream: {exc}") from None
+        async with plain_failures(self.name, self.base_url):
+            for delay in (*LOADING_RETRIES, None):
+                async with aconnect_sse(self.client, "POST", url, json=body) as source:
+                    status = source.response.status_code
+                    if status == 503 and delay is not None:
+                        await asyncio.sleep(delay)
+                        continue
+                    if status >= 400:
+                        await source.response.aread()
+                        raise ProviderError(
+                            f"{self.label} answered HTTP {status}: "
+                            f"{error_message(source.response.content)}"
+                        )
+                    try:
+                        async for event in self._events(source):
+                            yield event
+                    except SSEError as exc:
+                        raise ProviderError(
+                            f"{self.label} did not answer with a stream: {exc}"
+                        ) from None
+                    return
 
     async def _events(self, source: EventSource) -> AsyncIterator[ProviderEvent]:
         text: list[str] = []
