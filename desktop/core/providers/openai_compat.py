@@ -100,7 +100,9 @@ class OpenAICompatProvider:
         api_key: str | None = None,
         capabilities: Capabilities | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        loading_retries: Sequence[float] = LOADING_RETRIES,
     ) -> None:
+        self.loading_retries = tuple(loading_retries)
         self.base_url = base_url.rstrip("/")
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[: -len("/v1")]
@@ -152,7 +154,7 @@ class OpenAICompatProvider:
         body = self.request_body(messages, tools, options)
         url = f"{self.base_url}/v1/chat/completions"
         async with plain_failures(self.name, self.base_url):
-            for delay in (*LOADING_RETRIES, None):
+            for delay in (*self.loading_retries, None):
                 async with aconnect_sse(self.client, "POST", url, json=body) as source:
                     status = source.response.status_code
                     if status == 503 and delay is not None:

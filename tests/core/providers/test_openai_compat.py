@@ -243,12 +243,29 @@ async def test_http_error_body_becomes_a_readable_message() -> None:
     )
 
 
-async def test_loading_model_503() -> None:
-    body = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+LOADING = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+
+
+async def test_loading_model_503_is_retried_until_ready() -> None:
+    """Safe to retry: a 503 comes before any token."""
+    answers = [Canned.json(LOADING, status=503), Canned.json(LOADING, status=503)]
+
+    def route(request: object) -> Canned:
+        return answers.pop(0) if answers else Canned(pieces=sse(delta(content="ready"), finish()))
+
     async with ReplayServer() as server:
-        server.route("POST", PATH, Canned.json(body, status=503))
+        server.route("POST", PATH, route)
+        events = await collect(OpenAICompatProvider(server.url, loading_retries=(0.01, 0.01, 0.01)))
+    assert text_of(events) == "ready" and len(server.requests) == 3
+
+
+async def test_loading_model_503_gives_up_with_the_message() -> None:
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned.json(LOADING, status=503))
+        provider = OpenAICompatProvider(server.url, loading_retries=(0.01,))
         with pytest.raises(ProviderError, match="answered HTTP 503: Loading model"):
-            await collect(OpenAICompatProvider(server.url))
+            await collect(provider)
+    assert len(server.requests) == 2
 
 
 async def test_connection_refused_says_the_server_is_not_running() -> None:
