@@ -123,6 +123,11 @@ def sse(*payloads: Any, done: bool = True) -> list[bytes]:
     return out
 
 
+def ndjson(*objects: Any) -> list[bytes]:
+    """Ollama's stream: one JSON object per line, one piece each."""
+    return [json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in objects]
+
+
 def resplit(pieces: list[bytes], sizes: list[int]) -> list[bytes]:
     """The same bytes cut at other places (sizes repeat), e.g. inside a UTF-8 character."""
     whole = b"".join(pieces)

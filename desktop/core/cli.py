@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from desktop.core.backends import BACKENDS, make_provider, on_track
+from desktop.core.backends import BACKENDS, CapabilityCache, make_provider, prepare
 from desktop.core.dedupe import Deduplicator
 from desktop.core.events import (
     Event,
@@ -26,6 +26,7 @@ from desktop.core.events import (
     ToolResult,
     TurnFailed,
     TurnFinished,
+    TurnWarning,
     event_to_dict,
 )
 from desktop.core.loop import LoopSettings, parse_max_tool_calls, run_turn
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float)
     run.add_argument("--seed", type=int)
     run.add_argument("--max-tokens", type=int)
+    run.add_argument("--num-ctx", type=int, help="context size to ask for (Ollama)")
     run.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
                      help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
     run.add_argument("prompt")
@@ -130,8 +132,12 @@ def jsonl_printer(out: TextIO) -> Any:
 
 async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tools = declared_tools(args.tools_file) if args.tools_file else []
-    provider = make_provider(args.provider, args.url, args.model, api_key=args.api_key)
-    active, _track = on_track(provider, args.track)
+    provider = make_provider(
+        args.provider, args.url, args.model, api_key=args.api_key, num_ctx=args.num_ctx
+    )
+    active, _track, probed = await prepare(provider, args.track, CapabilityCache())
+    if probed.error and args.track != "emulated":
+        err.write(f"warning: {probed.error}; using emulated tool calling\n")
     conversation = [Message.system(args.system)] if args.system else []
     conversation.append(Message.user(args.prompt))
     settings = LoopSettings(
@@ -153,6 +159,8 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
                 status = 0
             elif isinstance(event, TurnFailed):
                 err.write(f"error: {event.message}\n")
+            elif isinstance(event, TurnWarning) and args.events != "jsonl":
+                err.write(f"warning: {event.message}\n")
     finally:
         await provider.aclose()
     return status

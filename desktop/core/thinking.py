@@ -1,4 +1,8 @@
-"""Splits `<think>...</think>` reasoning out of streamed text, tags split across chunks included."""
+"""Splits `<think>...</think>` reasoning out of streamed text, tags split across chunks included.
+
+Reasoning models think first, then answer; so a `<think>` block is recognised only before
+the answer starts. Later, `<think>` is just text (a file the model writes may contain it).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ class ThinkSplitter:
 
     def __init__(self) -> None:
         self.thinking = False
+        self.answering = False  # visible text has begun: no more think blocks
         self._pending = ""
 
     def feed(self, chunk: str) -> list[tuple[bool, str]]:
@@ -22,8 +27,13 @@ class ThinkSplitter:
         self._pending = ""
         pieces: list[tuple[bool, str]] = []
         while text:
+            if self.answering:
+                pieces.append((False, text))
+                break
             tag = CLOSE_TAG if self.thinking else OPEN_TAG
             at = text.find(tag)
+            if not self.thinking and at != 0 and text[: max(at, 0)].strip():
+                at = -1  # answer text before the tag: the answer has begun
             if at >= 0:
                 if at:
                     pieces.append((self.thinking, text[:at]))
@@ -36,6 +46,7 @@ class ThinkSplitter:
                 text = text[:-keep]
             if text:
                 pieces.append((self.thinking, text))
+                self.answering = self.answering or (not self.thinking and bool(text.strip()))
             break
         return pieces
 

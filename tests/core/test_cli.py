@@ -76,7 +76,7 @@ async def test_jsonl_events_for_an_emulated_tool_turn(tools_file: Path) -> None:
     assert events[2]["images"] == [] and events[2]["error"] is None
     assert events[-1] == {"kind": "turn_finished", "step": 1, "text": "Cold."}
     # the default track is emulated: the tools went into the prompt, not the request
-    first = server.requests[0].json()
+    first = next(r for r in server.requests if r.method == "POST").json()
     assert "tools" not in first
     assert "get_weather" in first["messages"][0]["content"]
 
@@ -89,7 +89,8 @@ async def test_native_track_sends_tools(tools_file: Path) -> None:
             "--tools-file", str(tools_file), "hello",
         )  # fmt: skip
     assert code == 0 and out == "Hi.\n"
-    assert server.requests[0].json()["tools"][0]["function"]["name"] == "get_weather"
+    chat = next(r for r in server.requests if r.path == PATH)
+    assert chat.json()["tools"][0]["function"]["name"] == "get_weather"
 
 
 async def test_a_dead_server_is_a_failure_with_a_message() -> None:

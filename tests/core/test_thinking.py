@@ -35,3 +35,12 @@ def test_a_lone_angle_bracket_is_text() -> None:
 def test_strip_thinking_keeps_json_after_the_block() -> None:
     visible, thought = strip_thinking('<think>{x}</think>{"name": "a"}')
     assert visible == '{"name": "a"}' and thought == "{x}"
+
+
+def test_a_think_tag_after_the_answer_began_is_text() -> None:
+    """A file the model writes may contain `<think>`: only a leading block is reasoning."""
+    assert split_all(["Here: <think>x</think> done"]) == [(False, "Here: <think>x</think> done")]
+    assert split_all(["<think>a</think>Answer ", "<think>b</think>"]) == [
+        (True, "a"),
+        (False, "Answer <think>b</think>"),
+    ]

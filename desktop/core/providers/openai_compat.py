@@ -33,6 +33,7 @@ from desktop.core.providers.base import (
 )
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
+    PROBE_TIMEOUT,
     error_message,
     make_client,
     plain_failures,
@@ -115,12 +116,35 @@ class OpenAICompatProvider:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    @capabilities.setter
+    def capabilities(self, value: Capabilities) -> None:
+        self._capabilities = value
+
     @property
     def label(self) -> str:
         return f"{self.name} at {self.base_url}"
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+    async def get_json(self, path: str) -> Any:
+        """GET a JSON document for a probe; HTTP errors become `ProviderError`s."""
+        async with plain_failures(self.name, self.base_url):
+            response = await self.client.get(f"{self.base_url}{path}", timeout=PROBE_TIMEOUT)
+        if response.status_code >= 400:
+            raise ProviderError(
+                f"{self.label} answered HTTP {response.status_code} for {path}: "
+                f"{error_message(response.content)}"
+            )
+        return response.json()
+
+    async def list_models(self) -> list[str]:
+        data = await self.get_json("/v1/models")
+        return [str(m["id"]) for m in data.get("data", []) if "id" in m]
+
+    async def probe(self) -> Capabilities:
+        """A generic server says nothing of its model: assume the least."""
+        return Capabilities()
 
     def request_body(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions

@@ -1,0 +1,223 @@
+"""KoboldCPP, over two of its APIs.
+
+Plain generation (the emulated track, and every answer without native tools) uses the
+KoboldAI API, `/api/extra/generate/stream`: it streams real tokens, takes a GBNF `grammar`
+and the images, and each request has a `genkey` so that a stop can abort exactly that
+generation (`/api/extra/abort`; KoboldCPP does not always stop when the socket closes).
+The prompt is rendered here with the model's own chat template from `/props`.
+
+Native tools use the OpenAI-compatible endpoint, because that is where KoboldCPP runs its
+own tool emulation; it fake-streams tool answers, which is why it is not our default.
+The output-token limit is sent on both paths: KoboldCPP otherwise stops at 512 tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+from desktop.core.chat_template import CHATML_STOP, render_prompt
+from desktop.core.messages import Message
+from desktop.core.providers.base import (
+    Capabilities,
+    ProviderError,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    TextChunk,
+)
+from desktop.core.providers.http import (
+    DEFAULT_TIMEOUT,
+    PROBE_TIMEOUT,
+    error_message,
+    make_client,
+    plain_failures,
+)
+from desktop.core.providers.openai_compat import OpenAICompatProvider
+from desktop.core.tools import Tool
+
+DEFAULT_MAX_LENGTH = 1024
+# One generation at a time: a second request gets 503 "busy" before it starts, so retrying
+# is safe.
+BUSY_RETRIES = (0.5, 1.0, 2.0)
+
+
+class KoboldCppProvider:
+    name = "KoboldCPP"
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:5001",
+        model: str = "",
+        *,
+        api_key: str | None = None,
+        capabilities: Capabilities | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        busy_retries: Sequence[float] = BUSY_RETRIES,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._capabilities = capabilities or Capabilities()
+        self.busy_retries = tuple(busy_retries)
+        self.client = make_client(api_key, timeout)
+        self.openai = OpenAICompatProvider(
+            self.base_url, model, name=self.name, api_key=api_key, timeout=timeout
+        )
+        self._template: tuple[str | None, str, str] | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, value: Capabilities) -> None:
+        self._capabilities = value
+        self.openai.capabilities = value
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.base_url}"
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        await self.openai.aclose()
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]:
+        if tools:
+            limited = replace(options, max_tokens=options.max_tokens or DEFAULT_MAX_LENGTH)
+            async for event in self.openai.stream(messages, tools, limited):
+                yield event
+            return
+        body = await self.generate_body(messages, options)
+        async with plain_failures(self.name, self.base_url):
+            for delay in (*self.busy_retries, None):
+                async with aconnect_sse(
+                    self.client, "POST", f"{self.base_url}/api/extra/generate/stream", json=body
+                ) as source:
+                    status = source.response.status_code
+                    if status == 503 and delay is not None:
+                        await asyncio.sleep(delay)
+                        continue
+                    if status >= 400:
+                        await source.response.aread()
+                        raise ProviderError(self._http_error(status, source.response.content))
+                    try:
+                        async for event in self._tokens(source.aiter_sse()):
+                            yield event
+                    except asyncio.CancelledError:
+                        await self.abort(body["genkey"])
+                        raise
+                    except SSEError as exc:
+                        message = f"{self.label} did not answer with a stream: {exc}"
+                        raise ProviderError(message) from None
+                    return
+
+    async def _tokens(self, events: AsyncIterator[Any]) -> AsyncIterator[ProviderEvent]:
+        text: list[str] = []
+        finish_reason: str | None = None
+        async for sse in events:
+            if not sse.data:
+                continue
+            try:
+                data = json.loads(sse.data)
+            except ValueError:
+                message = f"{self.label} sent data that is not JSON: {sse.data[:200]}"
+                raise ProviderError(message) from None
+            token = data.get("token") or ""
+            if token:
+                text.append(token)
+                yield TextChunk(token)
+            if data.get("finish_reason"):
+                finish_reason = data["finish_reason"]
+        if finish_reason is None:
+            raise ProviderError(f"{self.label} stopped mid-answer (the stream ended early).")
+        whole = "".join(text)
+        yield Reply(whole, raw=whole, finish_reason=finish_reason)
+
+    async def abort(self, genkey: str) -> None:
+        """Ask KoboldCPP to stop this generation; best effort, it may have finished."""
+        with contextlib.suppress(httpx.HTTPError):
+            await self.client.post(
+                f"{self.base_url}/api/extra/abort", json={"genkey": genkey}, timeout=PROBE_TIMEOUT
+            )
+
+    async def generate_body(
+        self, messages: Sequence[Message], options: RequestOptions
+    ) -> dict[str, Any]:
+        template, bos, eos = await self._chat_template()
+        prompt, own_template = render_prompt(messages, template, bos_token=bos, eos_token=eos)
+        stops = [eos] if own_template and eos else []
+        if not own_template:
+            stops.append(CHATML_STOP)
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "max_length": options.max_tokens or DEFAULT_MAX_LENGTH,
+            "genkey": f"KCPP{uuid.uuid4().hex[:12]}",
+            "stop_sequence": stops,
+            "trim_stop": True,
+        }
+        if self.capabilities.context_size:
+            body["max_context_length"] = self.capabilities.context_size
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.seed is not None:
+            body["sampler_seed"] = options.seed
+        images = [image.base64() for m in messages for image in m.images]
+        if images:
+            body["images"] = images
+        return body
+
+    async def _chat_template(self) -> tuple[str | None, str, str]:
+        """The model's chat template and special tokens from `/props`, read once."""
+        if self._template is None:
+            try:
+                props = await self._get_json("/props")
+                self._template = (
+                    props.get("chat_template") or None,
+                    str(props.get("bos_token") or ""),
+                    str(props.get("eos_token") or ""),
+                )
+            except ProviderError:
+                self._template = (None, "", "")
+        return self._template
+
+    async def _get_json(self, path: str) -> Any:
+        async with plain_failures(self.name, self.base_url):
+            response = await self.client.get(f"{self.base_url}{path}", timeout=PROBE_TIMEOUT)
+        if response.status_code >= 400:
+            raise ProviderError(self._http_error(response.status_code, response.content))
+        return response.json()
+
+    def _http_error(self, status: int, body: bytes) -> str:
+        message = error_message(body)
+        if status == 401:
+            return f"{self.label} needs its password: set the API key in the settings ({message})"
+        return f"{self.label} answered HTTP {status}: {message}"
+
+    async def list_models(self) -> list[str]:
+        result = str((await self._get_json("/api/v1/model")).get("result", ""))
+        return [result.removeprefix("koboldcpp/")] if result else []
+
+    async def probe(self) -> Capabilities:
+        version = await self._get_json("/api/extra/version")
+        context: int | None = None
+        with contextlib.suppress(ProviderError):
+            value = (await self._get_json("/api/extra/true_max_context_length")).get("value")
+            context = int(value) if isinstance(value, int) else None
+        # KoboldCPP's tools are its own prompt emulation: ours is better and streams.
+        return Capabilities(
+            native_tools=False, vision=bool(version.get("vision")), context_size=context
+        )

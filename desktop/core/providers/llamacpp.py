@@ -1,0 +1,38 @@
+"""llama.cpp's `llama-server`: the OpenAI wire, plus `/props` for what the model can do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from desktop.core.providers.base import Capabilities
+from desktop.core.providers.openai_compat import OpenAICompatProvider
+
+
+class LlamaCppProvider(OpenAICompatProvider):
+    def __init__(self, base_url: str = "http://127.0.0.1:8080", model: str = "", **kwargs: Any):
+        kwargs.setdefault("name", "llama.cpp server")
+        super().__init__(base_url, model, **kwargs)
+
+    async def probe(self) -> Capabilities:
+        props = await self.get_json("/props")
+        caps = props.get("chat_template_caps") or {}
+        vision = bool((props.get("modalities") or {}).get("vision"))
+        if not vision:
+            models = await self.get_json("/v1/models")
+            for entry in models.get("data", []):
+                modalities = (entry.get("architecture") or {}).get("input_modalities") or []
+                vision = vision or "image" in modalities
+        n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+        return Capabilities(
+            native_tools=bool(caps.get("supports_tool_calls") or caps.get("supports_tools")),
+            vision=vision,
+            context_size=int(n_ctx) if isinstance(n_ctx, int) else None,
+        )
+
+    async def healthy(self) -> bool:
+        """`/health` is 200 once the model is loaded (503 while it loads)."""
+        try:
+            response = await self.client.get(f"{self.base_url}/health", timeout=3.0)
+        except Exception:
+            return False
+        return response.status_code == 200

@@ -1,0 +1,236 @@
+"""Ollama's own API: `/api/chat` streamed as NDJSON, one JSON object per line.
+
+Native tool calls arrive whole inside one chunk with `arguments` as an object; thinking
+arrives in `message.thinking`; the final `done` chunk carries the token counts. The
+context size is always sent (`options.num_ctx`): Ollama silently cuts an overlong prompt
+from the front, and the tool definitions and system prompt are the first to go.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import httpx
+
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import (
+    BrokenCall,
+    Capabilities,
+    Notice,
+    ProviderError,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    ThinkingChunk,
+    UsageReport,
+    checked_call,
+)
+from desktop.core.providers.http import (
+    DEFAULT_TIMEOUT,
+    PROBE_TIMEOUT,
+    error_message,
+    make_client,
+    plain_failures,
+)
+from desktop.core.tools import Tool
+
+DEFAULT_NUM_CTX = 8192
+# Warn when the prompt takes this share of the context window.
+CONTEXT_WARNING_SHARE = 0.85
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        wire: dict[str, Any] = {"role": message.role, "content": message.text}
+        if message.images:
+            wire["images"] = [image.base64() for image in message.images]
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {"id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+        if message.role == "tool":
+            wire["tool_name"] = message.name or ""
+            if message.tool_call_id:
+                wire["tool_call_id"] = message.tool_call_id
+        out.append(wire)
+    return out
+
+
+def estimate_tokens(body: dict[str, Any]) -> int:
+    """A cheap upper-ish estimate (4 characters a token) for the context warning."""
+    return len(json.dumps(body["messages"])) // 4 + len(json.dumps(body.get("tools", []))) // 4
+
+
+class OllamaProvider:
+    name = "Ollama"
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:11434",
+        model: str = "",
+        *,
+        num_ctx: int = DEFAULT_NUM_CTX,
+        capabilities: Capabilities | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.num_ctx = num_ctx
+        self._capabilities = capabilities or Capabilities(context_size=num_ctx)
+        self.client = make_client(None, timeout)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, value: Capabilities) -> None:
+        self._capabilities = value
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.base_url}"
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def request_body(
+        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+    ) -> dict[str, Any]:
+        wire_options: dict[str, Any] = {"num_ctx": self.num_ctx}
+        if options.temperature is not None:
+            wire_options["temperature"] = options.temperature
+        if options.seed is not None:
+            wire_options["seed"] = options.seed
+        if options.max_tokens is not None:
+            wire_options["num_predict"] = options.max_tokens
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire_messages(messages),
+            "stream": True,
+            "options": wire_options,
+        }
+        if tools:
+            body["tools"] = [tool.wire_definition() for tool in tools]
+        return body
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]:
+        body = self.request_body(messages, tools, options)
+        warned = False
+        if estimate_tokens(body) >= CONTEXT_WARNING_SHARE * self.num_ctx:
+            warned = True
+            yield Notice(self._context_warning(estimate_tokens(body)))
+        async with (
+            plain_failures(self.name, self.base_url),
+            self.client.stream("POST", f"{self.base_url}/api/chat", json=body) as response,
+        ):
+            if response.status_code >= 400:
+                await response.aread()
+                raise ProviderError(self._http_error(response.status_code, response.content))
+            text: list[str] = []
+            found: list[ToolCall | BrokenCall] = []
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                try:
+                    chunk = json.loads(line)
+                except ValueError:
+                    raise ProviderError(
+                        f"{self.label} sent a line that is not JSON: {line[:200]}"
+                    ) from None
+                if "error" in chunk:
+                    raise ProviderError(f"{self.label} failed mid-answer: {chunk['error']}")
+                message = chunk.get("message") or {}
+                if message.get("thinking"):
+                    yield ThinkingChunk(message["thinking"])
+                if message.get("content"):
+                    text.append(message["content"])
+                    yield TextChunk(message["content"])
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") or {}
+                    arguments = function.get("arguments")
+                    if isinstance(arguments, str):  # older builds sent a string
+                        try:
+                            arguments = json.loads(arguments)
+                        except ValueError:
+                            reason = "Its arguments were not valid JSON."
+                            found.append(BrokenCall(function.get("name", ""), arguments, reason))
+                            continue
+                    found.append(checked_call(function.get("name", ""), arguments, call.get("id")))
+                if chunk.get("done"):
+                    prompt_tokens = int(chunk.get("prompt_eval_count") or 0)
+                    yield UsageReport(prompt_tokens, int(chunk.get("eval_count") or 0))
+                    if not warned and prompt_tokens >= CONTEXT_WARNING_SHARE * self.num_ctx:
+                        yield Notice(self._context_warning(prompt_tokens))
+                    whole = "".join(text)
+                    yield Reply(
+                        whole,
+                        [c for c in found if isinstance(c, ToolCall)],
+                        [c for c in found if isinstance(c, BrokenCall)],
+                        raw=whole,
+                        finish_reason=chunk.get("done_reason"),
+                    )
+                    return
+            raise ProviderError(f"{self.label} stopped mid-answer (the stream ended early).")
+
+    def _context_warning(self, tokens: int) -> str:
+        return (
+            f"The prompt takes about {tokens} of the {self.num_ctx} tokens of context; "
+            "Ollama drops the oldest part (tools and system prompt first) when it overflows. "
+            "Raise the context size in the settings."
+        )
+
+    def _http_error(self, status: int, body: bytes) -> str:
+        message = error_message(body)
+        if status == 404 and "not found" in message:
+            return (
+                f"The model '{self.model}' is not installed in {self.label}. "
+                f"Install it with: ollama pull {self.model}"
+            )
+        if "does not support tools" in message:
+            return (
+                f"The model '{self.model}' does not support native tool calling ({message}). "
+                "Use the emulated track."
+            )
+        return f"{self.label} answered HTTP {status}: {message}"
+
+    async def list_models(self) -> list[str]:
+        async with plain_failures(self.name, self.base_url):
+            response = await self.client.get(f"{self.base_url}/api/tags", timeout=PROBE_TIMEOUT)
+            response.raise_for_status()
+            return [m["name"] for m in response.json().get("models", []) if "name" in m]
+
+    async def probe(self) -> Capabilities:
+        """Native tools, vision and context size from `/api/show`."""
+        async with plain_failures(self.name, self.base_url):
+            response = await self.client.post(
+                f"{self.base_url}/api/show", json={"model": self.model}, timeout=PROBE_TIMEOUT
+            )
+            if response.status_code >= 400:
+                raise ProviderError(self._http_error(response.status_code, response.content))
+            info = response.json()
+        capabilities = info.get("capabilities") or []
+        trained = next(
+            (
+                int(v)
+                for k, v in (info.get("model_info") or {}).items()
+                if k.endswith(".context_length") and isinstance(v, int)
+            ),
+            None,
+        )
+        return Capabilities(
+            native_tools="tools" in capabilities,
+            vision="vision" in capabilities,
+            # What we send is what the model gets, within what it was trained for.
+            context_size=min(self.num_ctx, trained) if trained else self.num_ctx,
+        )
