@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from desktop.core.emulation import EmulatedTools
+from desktop.core.emulation import EmulatedTools, NativeTools
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, Track
 from desktop.core.providers.http import PROBE_TIMEOUT
 from desktop.core.providers.koboldcpp import KoboldCppProvider
@@ -127,7 +127,7 @@ def on_track(provider: Provider, track: Track) -> tuple[Provider, Literal["nativ
     capabilities say the model supports it; `native` forces it.
     """
     if track == "native" or (track == "auto" and provider.capabilities.native_tools):
-        return provider, "native"
+        return NativeTools(provider), "native"
     return EmulatedTools(provider), "emulated"
 
 

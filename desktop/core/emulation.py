@@ -328,6 +328,58 @@ def _joined(first: list[Part], second: list[Part]) -> list[Part]:
     return [*first, *second]
 
 
+async def calls_from_text(
+    source: AsyncIterator[ProviderEvent], known: Sequence[str]
+) -> AsyncIterator[ProviderEvent]:
+    """Stream prose through, hold back what may be a call, and parse the answer for calls.
+
+    `<think>` blocks become thinking. Calls the backend returned structured (native) are
+    kept as they are; otherwise the text is parsed, so a call written as JSON in the text
+    is found either way.
+    """
+    splitter = ThinkSplitter()
+    gate = ProseGate()
+    reply: Reply | None = None
+
+    def shown(pieces: list[tuple[bool, str]]) -> list[ProviderEvent]:
+        out: list[ProviderEvent] = []
+        for thinking, text in pieces:
+            if thinking:
+                out.append(ThinkingChunk(text))
+            elif released := gate.feed(text):
+                out.append(TextChunk(released))
+        return out
+
+    async for event in source:
+        if isinstance(event, TextChunk):
+            for piece in shown(splitter.feed(event.text)):
+                yield piece
+        elif isinstance(event, Reply):
+            reply = event
+        else:
+            yield event
+    for piece in shown(splitter.flush()):
+        yield piece
+    if reply is None:
+        return
+    raw = reply.raw or reply.text
+    if reply.tool_calls or reply.broken_calls:
+        if rest := gate.rest(gate.buffer):
+            yield TextChunk(rest)
+        yield Reply(gate.buffer, reply.tool_calls, reply.broken_calls, raw, reply.finish_reason)
+        return
+    parsed = parse_answer(gate.buffer, known)
+    text = parsed.text if (parsed.calls or parsed.broken) else gate.buffer
+    if rest := gate.rest(text):
+        yield TextChunk(rest)
+    calls, broken = split_calls(checked_call(name, args) for name, args in parsed.calls)
+    yield Reply(text, calls, [*broken, *parsed.broken], raw, reply.finish_reason)
+
+
+def _known_names(messages: Sequence[Message], tools: Sequence[Tool]) -> list[str]:
+    return [t.name for t in tools] + [c.name for m in messages for c in m.tool_calls]
+
+
 class EmulatedTools:
     """A provider that offers tools through the prompt of another provider."""
 
@@ -342,46 +394,32 @@ class EmulatedTools:
     def label(self) -> str:
         return self.inner.label
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
     ) -> AsyncIterator[ProviderEvent]:
-        known = [t.name for t in tools]
-        for message in messages:
-            known.extend(c.name for c in message.tool_calls)
-        splitter = ThinkSplitter()
-        gate = ProseGate()
-        reply: Reply | None = None
-        async for event in self.inner.stream(emulated_history(messages, tools), [], options):
-            if isinstance(event, TextChunk):
-                for thinking, text in splitter.feed(event.text):
-                    if thinking:
-                        yield ThinkingChunk(text)
-                    elif released := gate.feed(text):
-                        yield TextChunk(released)
-            elif isinstance(event, Reply):
-                reply = event
-            else:
-                yield event
-        for thinking, text in splitter.flush():
-            if thinking:
-                yield ThinkingChunk(text)
-            elif released := gate.feed(text):
-                yield TextChunk(released)
-        if reply is None:
-            return
-        raw = reply.raw or reply.text
-        parsed = parse_answer(gate.buffer, known)
-        shown = parsed.text if (parsed.calls or parsed.broken) else gate.buffer
-        if rest := gate.rest(shown):
-            yield TextChunk(rest)
-        calls, broken = split_calls(checked_call(name, args) for name, args in parsed.calls)
-        yield Reply(
-            text=shown,
-            tool_calls=calls,
-            broken_calls=[*broken, *parsed.broken],
-            raw=raw,
-            finish_reason=reply.finish_reason,
-        )
+        source = self.inner.stream(emulated_history(messages, tools), [], options)
+        return calls_from_text(source, _known_names(messages, tools))
+
+
+class NativeTools(EmulatedTools):
+    """Native tool calling, plus calls the model wrote as JSON text instead of in its
+    template's call syntax (which the server then does not recognise): they are found in
+    the text as on the emulated track.
+
+    Once tools are withdrawn, the history goes as plain messages, as on the emulated track:
+    a model shown its own calls in its template's syntax tends to write one more.
+    """
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]:
+        withdrawn = not tools and any(m.role == "tool" for m in messages)
+        history = emulated_history(messages, []) if withdrawn else messages
+        source = self.inner.stream(history, tools, options)
+        return calls_from_text(source, _known_names(messages, tools))

@@ -83,6 +83,24 @@ async def test_emulated_tool_call_end_to_end(llama_server: LlamaServer) -> None:
     assert roles[:3] == ["user", "assistant", "tool"] and roles[-1] == "assistant"
 
 
+async def test_native_tool_call_end_to_end(llama_server: LlamaServer) -> None:
+    """This model writes its call as JSON text rather than in its template's <tool_call>
+    tags, so llama.cpp finds no call; the native track finds it in the text and runs it."""
+    weather = Weather()
+    provider = make_provider("llamacpp", llama_server.base_url)
+    active, track = on_track(provider, "native")
+    conversation = [Message.user("What's the weather in Paris right now?")]
+    events = await complete_turn(
+        active, Toolbox([weather.tool]), conversation, settings=LoopSettings(options=OPTIONS)
+    )
+    await provider.aclose()
+    assert track == "native"
+    assert weather.calls and weather.calls[0] == {"city": "Paris"}
+    final = events[-1]
+    assert isinstance(final, TurnFinished), final
+    assert "14" in final.text or "rain" in final.text
+
+
 async def test_native_track_round_trip(llama_server: LlamaServer) -> None:
     """Native wire end to end: tools sent as `tools`, an earlier call and its result sent as
     `tool_calls` and a `tool` message, rendered by the server's own chat template."""
