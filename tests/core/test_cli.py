@@ -127,3 +127,59 @@ async def test_declared_tools_report_their_arguments(tools_file: Path) -> None:
     result: Any = await tool.handler({"city": "Rome"})
     assert result == {"ok": True, "arguments": {"city": "Rome"}}
     assert tool.required == ["city"]
+
+
+async def test_ollama_from_the_cli(tools_file: Path) -> None:
+    from tests.replay_server import ndjson
+
+    def line(content: str) -> dict[str, Any]:
+        return {"model": "qwen3:4b", "created_at": "2026-11-30T10:00:00Z",
+                "message": {"role": "assistant", "content": content}, "done": False}  # fmt: skip
+
+    end = {"model": "qwen3:4b", "created_at": "2026-11-30T10:00:01Z", "message": {"role": "assistant", "content": ""},
+           "done": True, "done_reason": "stop", "prompt_eval_count": 40, "eval_count": 12}  # fmt: skip
+    answers = iter([
+        ndjson(line('{"name": "get_weather", '), line('"arguments": {"city": "Oslo"}}'), end),
+        ndjson(line("Cold "), line("in Oslo."), end),
+    ])  # fmt: skip
+    async with ReplayServer() as server:
+        server.route(
+            "POST", "/api/show", Canned.json({"capabilities": ["completion"], "model_info": {}})
+        )
+        server.route(
+            "POST",
+            "/api/chat",
+            lambda r: Canned(content_type="application/x-ndjson", pieces=next(answers)),
+        )
+        code, out, err = await run_cli(
+            "--provider", "ollama", "--url", server.url, "--model", "qwen3:4b",
+            "--tools-file", str(tools_file), "--events", "jsonl", "Weather in Oslo?",
+        )  # fmt: skip
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["kind"] for e in events if e["kind"] in ("tool_call", "tool_result", "turn_finished")] == [
+        "tool_call", "tool_result", "turn_finished",
+    ]  # fmt: skip
+    assert events[-1]["text"] == "Cold in Oslo."
+    chat = [r.json() for r in server.requests if r.path == "/api/chat"]
+    assert chat[0]["options"]["num_ctx"] == 8192 and "tools" not in chat[0]
+
+
+async def test_koboldcpp_from_the_cli() -> None:
+    tokens = [{"token": "Hello", "finish_reason": None}, {"token": " there.", "finish_reason": None},
+              {"token": "", "finish_reason": "stop"}]  # fmt: skip
+    pieces = [f"event: message\ndata: {json.dumps(t)}\n\n".encode() for t in tokens]
+    async with ReplayServer() as server:
+        server.route(
+            "GET",
+            "/api/extra/version",
+            Canned.json({"result": "KoboldCpp", "version": "1.102", "vision": False}),
+        )
+        server.route("POST", "/api/extra/generate/stream", Canned(pieces=pieces))
+        code, out, err = await run_cli(
+            "--provider", "koboldcpp", "--url", server.url, "--max-tokens", "200", "Hi"
+        )
+    assert code == 0, err
+    assert out == "Hello there.\n"
+    generate = next(r for r in server.requests if r.path == "/api/extra/generate/stream").json()
+    assert generate["max_length"] == 200

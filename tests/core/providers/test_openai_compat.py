@@ -329,3 +329,25 @@ async def test_cancelling_closes_the_connection() -> None:
             await task
         await asyncio.wait_for(server.client_left.wait(), 2)
         await provider.aclose()
+
+
+async def test_a_server_that_never_answers_times_out_with_a_message() -> None:
+    import httpx
+
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=[], hang=True))
+        provider = OpenAICompatProvider(server.url, name="LM Studio", timeout=httpx.Timeout(0.3))
+        with pytest.raises(
+            ProviderError, match=r"LM Studio at .* did not answer in time \(ReadTimeout\)"
+        ):
+            await collect(provider)
+
+
+async def test_proxy_settings_in_the_environment_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests go only to the configured backend, never through a proxy from the environment."""
+    monkeypatch.setenv("HTTP_PROXY", "http://203.0.113.1:9")
+    monkeypatch.setenv("ALL_PROXY", "http://203.0.113.1:9")
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=sse(delta(content="direct"), finish())))
+        events = await collect(OpenAICompatProvider(server.url))
+    assert text_of(events) == "direct"
