@@ -182,7 +182,14 @@ async def run_turn(
             yield result
             if isinstance(result, ToolStarted):
                 continue
-            outcome.results[result.id] = Message.tool(result.id, result.name, result.content)
+            meta = {
+                "duration_ms": result.duration_ms,
+                "error": result.error,
+                "images": [image.to_dict() for image in result.images],
+            }
+            outcome.results[result.id] = Message.tool(
+                result.id, result.name, result.content, meta=meta
+            )
             outcome.images.extend((result.name, image) for image in result.images)
             tool = toolbox.get(result.name)
             if tool is not None and tool.direct_output and result.error is None:
@@ -242,11 +249,14 @@ def _images_message(images: list[tuple[str, Image]], vision: bool) -> Message:
     """Tool images go back to the model as one user message (every backend sends user images)."""
     names = ", ".join(dict.fromkeys(name for name, _ in images))
     if vision:
-        return Message.user(f"[Images from the tool results: {names}]", [i for _, i in images])
-    return Message.user(
-        f"[The tool results of {names} included {len(images)} image(s). They were shown to "
-        "the user; this model cannot see images.]"
-    )
+        message = Message.user(f"[Images from the tool results: {names}]", [i for _, i in images])
+    else:
+        message = Message.user(
+            f"[The tool results of {names} included {len(images)} image(s). They were shown "
+            "to the user; this model cannot see images.]"
+        )
+    message.meta = {"tool_images": len(images), "sent_to_model": vision}
+    return message
 
 
 async def complete_turn(

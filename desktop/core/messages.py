@@ -105,7 +105,8 @@ class Message:
 
     `tool_calls` is set on assistant messages that call tools; `tool_call_id` and `name`
     on the tool messages that answer them, and `rejected` when the call was not run
-    (the text then says why).
+    (the text then says why). `meta` is for the app, never sent to a model: a tool
+    message's duration, error and images (for its card), for instance.
     """
 
     role: Role
@@ -114,6 +115,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     rejected: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -130,8 +132,23 @@ class Message:
         return cls("assistant", [TextPart(text)] if text else [], list(tool_calls or []))
 
     @classmethod
-    def tool(cls, call_id: str, name: str, content: str, *, rejected: bool = False) -> Message:
-        return cls("tool", [TextPart(content)], tool_call_id=call_id, name=name, rejected=rejected)
+    def tool(
+        cls,
+        call_id: str,
+        name: str,
+        content: str,
+        *,
+        rejected: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        return cls(
+            "tool",
+            [TextPart(content)],
+            tool_call_id=call_id,
+            name=name,
+            rejected=rejected,
+            meta=dict(meta or {}),
+        )
 
     @property
     def text(self) -> str:
@@ -151,6 +168,8 @@ class Message:
             out["name"] = self.name
         if self.rejected:
             out["rejected"] = True
+        if self.meta:
+            out["meta"] = self.meta
         return out
 
     @classmethod
@@ -165,4 +184,5 @@ class Message:
             tool_call_id=raw.get("tool_call_id"),
             name=raw.get("name"),
             rejected=bool(raw.get("rejected", False)),
+            meta=dict(raw.get("meta") or {}),
         )

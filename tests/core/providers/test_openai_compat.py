@@ -343,7 +343,9 @@ async def test_a_server_that_never_answers_times_out_with_a_message() -> None:
             await collect(provider)
 
 
-async def test_proxy_settings_in_the_environment_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_proxy_settings_in_the_environment_are_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Requests go only to the configured backend, never through a proxy from the environment."""
     monkeypatch.setenv("HTTP_PROXY", "http://203.0.113.1:9")
     monkeypatch.setenv("ALL_PROXY", "http://203.0.113.1:9")
