@@ -1,0 +1,92 @@
+"""The user's settings: a JSON file checked against a schema, written atomically.
+
+API keys are never in this file: they live in the OS keychain (see `secrets.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from desktop.core.loop import DEFAULT_MAX_TOOL_CALLS
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "backend": {
+            "enum": ["auto", "builtin", "ollama", "lmstudio", "koboldcpp", "llamacpp", "openai"]
+        },
+        "url": {"type": "string"},
+        "model": {"type": "string"},
+        "track": {"enum": ["auto", "native", "emulated"]},
+        "max_tool_calls": {"type": "integer", "minimum": 1, "maximum": 100},
+        "cooldown_enabled": {"type": "boolean"},
+        "cooldown_overrides": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "tools_enabled": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "context_size": {"type": "integer", "minimum": 512, "maximum": 1048576},
+        "runtime_model": {"type": "string"},
+        "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
+        "secrets_in_file": {"type": "boolean"},
+        "show_inspector": {"type": "boolean"},
+    },
+    "additionalProperties": True,  # newer versions may add keys; older ones keep them
+}
+
+
+@dataclass
+class Settings:
+    backend: str = "auto"  # "auto": find a running backend; "builtin": Loomchat's own
+    url: str = ""  # empty: the backend's usual address
+    model: str = ""
+    track: str = "emulated"
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    cooldown_enabled: bool = True
+    cooldown_overrides: dict[str, bool] = field(default_factory=dict)
+    tools_enabled: dict[str, bool] = field(default_factory=dict)  # absent: on
+    context_size: int = 8192
+    runtime_model: str = ""  # a GGUF file for the built-in runtime; empty: the bundled model
+    temperature: float | None = None
+    secrets_in_file: bool = False  # the user opted in to keys in a local file
+    show_inspector: bool = False
+
+    def tool_enabled(self, name: str) -> bool:
+        return self.tools_enabled.get(name, True)
+
+
+class SettingsError(Exception):
+    pass
+
+
+def load_settings(path: Path) -> Settings:
+    """The saved settings, or the defaults when there is no file yet.
+
+    A file that is not valid raises `SettingsError` saying what is wrong; the caller
+    decides (the app keeps the defaults and tells the user, and does not overwrite it).
+    """
+    if not path.exists():
+        return Settings()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        jsonschema.validate(raw, SCHEMA)
+    except (OSError, ValueError) as exc:
+        raise SettingsError(f"{path} is not valid JSON: {exc}") from exc
+    except jsonschema.ValidationError as exc:
+        where = ".".join(str(p) for p in exc.absolute_path) or "the file"
+        raise SettingsError(f"{path}: {where}: {exc.message}") from exc
+    known = {f.name for f in fields(Settings)}
+    return Settings(**{k: v for k, v in raw.items() if k in known})
+
+
+def save_settings(settings: Settings, path: Path) -> None:
+    """Write to a temporary file and rename it over the old one: never a half-written file."""
+    data = asdict(settings)
+    jsonschema.validate(data, SCHEMA)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, path)
