@@ -11,9 +11,16 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from desktop.core.tools import DEFAULT_COOLDOWN_S, Tool
+
+
+@dataclass(frozen=True)
+class Refusal:
+    kind: Literal["repeat", "cooldown"]
+    reason: str
 
 
 def fingerprint(name: str, arguments: Any) -> str:
@@ -55,19 +62,21 @@ class Deduplicator:
             return False
         return self.cooldown_overrides.get(tool.name, self.cooldown_enabled)
 
-    def check(self, tool: Tool, arguments: Any) -> str | None:
+    def check(self, tool: Tool, arguments: Any) -> Refusal | None:
         """None if the call may run, else why not (the model and the user both see it)."""
         if fingerprint(tool.name, arguments) in self._seen:
-            return (
+            return Refusal(
+                "repeat",
                 f"Rejected: this exact call to {tool.name} was already made in this turn; "
-                "its result is above. Use it, or answer the user."
+                "its result is above. Use it, or answer the user.",
             )
         if self.cooldown_applies(tool):
             remaining = self._cooldown_until.get(tool.name, 0.0) - self._clock()
             if remaining > 0:
-                return (
+                return Refusal(
+                    "cooldown",
                     f"Rejected: {tool.name} is on cooldown for {remaining:.0f} more s "
-                    "(it was called moments ago)."
+                    "(it was called moments ago).",
                 )
         return None
 

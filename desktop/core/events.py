@@ -38,14 +38,24 @@ class ToolCallParsed:
     kind: Literal["tool_call"] = "tool_call"
 
 
+RejectionStage = Literal["parse", "validation", "repeat", "cooldown", "limit", "withdrawn"]
+
+
 @dataclass(frozen=True)
 class ToolRejected:
-    """A call that was not run, and why; the reason is also what the model is told."""
+    """A call that was not run, and why; the reason is also what the model is told.
+
+    `stage` says which check refused it: the call could not be parsed, its name or
+    arguments are invalid, it repeats an earlier call, its tool is on cooldown, the turn's
+    limit was spent, or tools had been withdrawn and the model called anyway.
+    """
 
     step: int
     name: str
     arguments: Any
     reason: str
+    stage: RejectionStage = "validation"
+    id: str | None = None
     kind: Literal["tool_rejected"] = "tool_rejected"
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from desktop.core.dedupe import Deduplicator
 from desktop.core.events import (
     Event,
+    RejectionStage,
     TextDelta,
     ThinkingDelta,
     ToolCallParsed,
@@ -136,9 +137,13 @@ async def run_turn(
             # Tools were withdrawn and the model still calls one: a hard stop, never a loop.
             stop = f"{withdrawn}, and the model kept calling tools."
             for call in reply.tool_calls:
-                yield ToolRejected(step, call.name, call.arguments, f"Not run: {stop}")
+                yield ToolRejected(
+                    step, call.name, call.arguments, f"Not run: {stop}", "withdrawn", call.id
+                )
             for broken in reply.broken_calls:
-                yield ToolRejected(step, broken.name, broken.arguments, f"Not run: {stop}")
+                yield ToolRejected(
+                    step, broken.name, broken.arguments, f"Not run: {stop}", "withdrawn"
+                )
             if reply.text.strip():
                 conversation.append(Message.assistant(reply.text))
                 yield TurnFinished(step, reply.text)
@@ -152,8 +157,10 @@ async def run_turn(
         for call in reply.tool_calls:
             yield ToolCallParsed(step, call.id, call.name, call.arguments)
             reason: str | None = None
+            stage: RejectionStage = "validation"
             if spent >= settings.max_tool_calls:
                 reason = f"Not run: the limit of {settings.max_tool_calls} tool calls was reached."
+                stage = "limit"
             else:
                 spent += 1
                 reason = toolbox.validate(call.name, call.arguments)
@@ -161,19 +168,23 @@ async def run_turn(
                 if reason is not None and tool is not None:
                     outcome.invalid = True
                 if reason is None and tool is not None:
-                    reason = dedupe.check(tool, call.arguments)
-                    outcome.duplicate = outcome.duplicate or reason is not None
-                    if reason is None:
+                    refusal = dedupe.check(tool, call.arguments)
+                    if refusal is None:
                         dedupe.record(tool, call.arguments)
+                    else:
+                        reason, stage = refusal.reason, refusal.kind
+                        outcome.duplicate = outcome.duplicate or refusal.kind == "repeat"
             if reason is not None:
-                yield ToolRejected(step, call.name, call.arguments, reason)
-                outcome.results[call.id] = Message.tool(call.id, call.name, reason, rejected=True)
+                yield ToolRejected(step, call.name, call.arguments, reason, stage, call.id)
+                outcome.results[call.id] = Message.tool(
+                    call.id, call.name, reason, rejected=True, meta={"stage": stage}
+                )
             else:
                 runnable.append(call)
         broken_notes = []
         for broken in reply.broken_calls:
             spent += 1
-            yield ToolRejected(step, broken.name, broken.arguments, broken.reason)
+            yield ToolRejected(step, broken.name, broken.arguments, broken.reason, "parse")
             broken_notes.append(f"Your call to {broken.name} was not run: {broken.reason}")
             outcome.invalid = True
 

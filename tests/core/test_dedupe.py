@@ -34,8 +34,9 @@ def test_exact_repeat_in_a_turn_is_rejected_and_allowed_next_turn() -> None:
     search = tool()
     assert dedupe.check(search, {"q": "x"}) is None
     dedupe.record(search, {"q": "x"})
-    reason = dedupe.check(search, {"q": "x"})
-    assert reason is not None and "already made in this turn" in reason
+    refusal = dedupe.check(search, {"q": "x"})
+    assert refusal is not None and refusal.kind == "repeat"
+    assert "already made in this turn" in refusal.reason
     assert dedupe.check(search, {"q": "y"}) is None
     dedupe.new_turn()
     assert dedupe.check(search, {"q": "x"}) is None
@@ -47,8 +48,9 @@ def test_cooldown_blocks_other_arguments_until_it_expires() -> None:
     dedupe = Deduplicator(clock=clock)
     slow = tool("tickets", cooldown_s=30)
     dedupe.record(slow, {"title": "one"})
-    reason = dedupe.check(slow, {"title": "two"})
-    assert reason is not None and "cooldown for 30 more s" in reason
+    refusal = dedupe.check(slow, {"title": "two"})
+    assert refusal is not None and refusal.kind == "cooldown"
+    assert "cooldown for 30 more s" in refusal.reason
     clock.now += 29
     assert dedupe.check(slow, {"title": "two"}) is not None
     clock.now += 2

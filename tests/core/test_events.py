@@ -21,7 +21,7 @@ def test_field_names_match_the_published_interface() -> None:
         "text_delta": ["step", "text"],
         "thinking_delta": ["step", "text"],
         "tool_call": ["step", "id", "name", "arguments"],
-        "tool_rejected": ["step", "name", "arguments", "reason"],
+        "tool_rejected": ["step", "name", "arguments", "reason", "stage", "id"],
         "tool_started": ["step", "id", "name"],
         "tool_result": ["step", "id", "name", "content", "images", "duration_ms", "error"],
         "usage": ["step", "prompt_tokens", "completion_tokens"],

@@ -573,3 +573,45 @@ async def test_streaming_and_collected_forms_give_the_same_events() -> None:
 
     assert strip(collected) == strip(streamed)
     assert isinstance(collected[1], ToolStarted) and isinstance(collected[0], ToolCallParsed)
+
+
+async def test_each_rejection_says_which_check_refused_it() -> None:
+    tickets = Recorder("tickets", cooldown_s=30)
+    search = Recorder()
+    step0 = Step(
+        tool_calls=[
+            ToolCall("a", "tickets", {"q": "one"}),
+            ToolCall("b", "tickets", {"q": "two"}),  # cooldown
+            ToolCall("c", "search", {"nope": 1}),  # validation
+            ToolCall("d", "lookup", {"q": "x"}),  # unknown name: validation
+        ],
+        broken_calls=[BrokenCall("search", '{"q": ', "Its arguments were not valid JSON.")],
+    )
+    step1 = Step(tool_calls=[ToolCall("e", "tickets", {"q": "one"})])  # repeat
+    provider = ScriptedProvider([step0, step1, "done"])
+    events, conversation = await turn(provider, [tickets.tool, search.tool], dedupe=Deduplicator())
+    stages = [(e.id, e.stage) for e in events if isinstance(e, ToolRejected)]
+    assert stages == [
+        ("b", "cooldown"),
+        ("c", "validation"),
+        ("d", "validation"),
+        (None, "parse"),
+        ("e", "repeat"),
+    ]
+    stored = {
+        m.tool_call_id: m.meta.get("stage") for m in conversation if m.role == "tool" and m.rejected
+    }
+    assert stored == {"b": "cooldown", "c": "validation", "d": "validation", "e": "repeat"}
+
+
+async def test_a_cooldown_refusal_keeps_the_tools_offered() -> None:
+    """Unlike a repeat, a cooldown says nothing about the model looping: it may pick another tool."""
+    tickets = Recorder("tickets", cooldown_s=30)
+    search = Recorder()
+    step0 = Step(
+        tool_calls=[ToolCall("a", "tickets", {"q": "1"}), ToolCall("b", "tickets", {"q": "2"})]
+    )
+    provider = ScriptedProvider([step0, native("search", q="x"), "done"])
+    await turn(provider, [tickets.tool, search.tool], dedupe=Deduplicator())
+    assert provider.requests[1].tools == ["tickets", "search"]
+    assert search.calls == [{"q": "x"}]
