@@ -1,0 +1,147 @@
+"""A record of each turn for the inspector: what went to the model, what came back, and
+what the loop made of it (parsed calls, verdicts, results). Exportable as JSON.
+
+`TracingProvider` wraps the backend's own provider, under any emulation, so the request
+it records is the one on the wire: with the emulated tool prompt, as the model saw it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from desktop.core.events import Event, TextDelta, ThinkingDelta, event_to_dict
+from desktop.core.messages import Image, Message
+from desktop.core.providers.base import (
+    Capabilities,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    ThinkingChunk,
+    UsageReport,
+)
+from desktop.core.tools import Tool
+
+
+@dataclass
+class StepTrace:
+    step: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    options: dict[str, Any]
+    started: float = field(default_factory=time.time)
+    raw_output: str = ""
+    thinking: str = ""
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "request": {"messages": self.messages, "tools": self.tools, "options": self.options},
+            "raw_output": self.raw_output,
+            "thinking": self.thinking,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+            "events": self.events,
+        }
+
+
+@dataclass
+class TurnTrace:
+    track: str
+    provider: str
+    steps: list[StepTrace] = field(default_factory=list)
+    outcome: dict[str, Any] | None = None
+
+    def record(self, event: Event) -> None:
+        """Attach a loop event to its step; deltas are left out (the raw output has them)."""
+        if isinstance(event, TextDelta | ThinkingDelta):
+            return
+        if event.kind in ("turn_finished", "turn_failed"):
+            self.outcome = event_to_dict(event)
+            return
+        if 0 <= event.step < len(self.steps):
+            self.steps[event.step].events.append(event_to_dict(event))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "track": self.track,
+            "provider": self.provider,
+            "steps": [s.to_dict() for s in self.steps],
+            "outcome": self.outcome,
+        }
+
+
+def _message_for_trace(message: Message) -> dict[str, Any]:
+    raw = message.to_dict()
+    raw.pop("meta", None)
+    raw["parts"] = [
+        {"kind": "image", "mime": part.mime, "bytes": len(part.data)}  # the size, not the data
+        if isinstance(part, Image)
+        else part.to_dict()
+        for part in message.parts
+    ]
+    return raw
+
+
+class TracingProvider:
+    """Passes everything through, and records each request and its raw answer."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+        self.trace = TurnTrace(track="", provider=inner.label)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    def start_turn(self, track: str) -> TurnTrace:
+        self.trace = TurnTrace(track=track, provider=self.inner.label)
+        return self.trace
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncIterator[ProviderEvent]:
+        step = StepTrace(
+            step=len(self.trace.steps),
+            messages=[_message_for_trace(m) for m in messages],
+            tools=[t.wire_definition() for t in tools],
+            options={k: v for k, v in vars(options).items() if v is not None},
+        )
+        self.trace.steps.append(step)
+        began = time.perf_counter()
+        try:
+            async for event in self.inner.stream(messages, tools, options):
+                if isinstance(event, ThinkingChunk):
+                    step.thinking += event.text
+                elif isinstance(event, UsageReport):
+                    step.usage = {
+                        "prompt_tokens": event.prompt_tokens,
+                        "completion_tokens": event.completion_tokens,
+                    }
+                elif isinstance(event, Reply):
+                    step.raw_output = event.raw or event.text
+                    step.finish_reason = event.finish_reason
+                yield event
+        except ProviderError as exc:
+            step.error = str(exc)
+            raise
+        finally:
+            step.duration_ms = round((time.perf_counter() - began) * 1000, 1)

@@ -1,0 +1,63 @@
+"""The inspector's record of a turn."""
+
+import json
+from typing import Any
+
+from desktop.core.emulation import EmulatedTools
+from desktop.core.loop import run_turn
+from desktop.core.messages import Image, Message
+from desktop.core.tools import Tool, Toolbox
+from desktop.core.trace import TracingProvider
+from tests.fakes import ScriptedProvider, Step
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 30
+
+
+async def search(arguments: dict[str, Any]) -> str:
+    return "3 hits"
+
+
+SEARCH = Tool(
+    "search",
+    "Search",
+    {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    search,
+)
+
+
+async def test_the_trace_holds_the_wire_request_raw_output_and_verdicts() -> None:
+    raw_call = '{"name": "search", "arguments": {"q": "rust"}}'
+    inner = ScriptedProvider([
+        Step(chunks=["<think>hm</think>", raw_call], usage=(50, 9)),
+        Step(chunks=[raw_call]),
+        "Found 3.",
+    ])  # fmt: skip
+    traced = TracingProvider(inner)
+    trace = traced.start_turn("emulated")
+    conversation = [Message.user("find rust", [Image.from_bytes(PNG)])]
+    async for event in run_turn(EmulatedTools(traced), Toolbox([SEARCH]), conversation):
+        trace.record(event)
+    assert len(trace.steps) == 3
+    first = trace.steps[0]
+    system = first.messages[0]
+    assert system["role"] == "system" and "You can use tools" in system["parts"][0]["text"]
+    assert first.messages[1]["parts"][1] == {
+        "kind": "image",
+        "mime": "image/png",
+        "bytes": len(PNG),
+    }
+    assert first.tools == []  # emulated: tools are in the prompt
+    assert first.raw_output == "<think>hm</think>" + raw_call
+    assert first.usage == {"prompt_tokens": 50, "completion_tokens": 9}
+    assert [e["kind"] for e in first.events] == ["usage", "thinking_delta"][:1] + [
+        "tool_call",
+        "tool_started",
+        "tool_result",
+    ]
+    second = trace.steps[1]
+    rejected = [e for e in second.events if e["kind"] == "tool_rejected"]
+    assert rejected[0]["stage"] == "repeat"
+    assert trace.outcome == {"kind": "turn_finished", "step": 2, "text": "Found 3."}
+    exported = json.loads(json.dumps(trace.to_dict()))
+    assert exported["track"] == "emulated" and exported["provider"] == "scripted model"
+    assert exported["steps"][0]["request"]["messages"][0]["role"] == "system"
