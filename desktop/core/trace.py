@@ -21,7 +21,6 @@ from desktop.core.providers.base import (
     ProviderEvent,
     Reply,
     RequestOptions,
-    ThinkingChunk,
     UsageReport,
 )
 from desktop.core.tools import Tool
@@ -64,8 +63,13 @@ class TurnTrace:
     outcome: dict[str, Any] | None = None
 
     def record(self, event: Event) -> None:
-        """Attach a loop event to its step; deltas are left out (the raw output has them)."""
-        if isinstance(event, TextDelta | ThinkingDelta):
+        """Attach a loop event to its step. Text deltas are left out (the raw output has
+        them); thinking is collected here, where both tracks have split it out."""
+        if isinstance(event, ThinkingDelta):
+            if 0 <= event.step < len(self.steps):
+                self.steps[event.step].thinking += event.text
+            return
+        if isinstance(event, TextDelta):
             return
         if event.kind in ("turn_finished", "turn_failed"):
             self.outcome = event_to_dict(event)
@@ -129,9 +133,7 @@ class TracingProvider:
         began = time.perf_counter()
         try:
             async for event in self.inner.stream(messages, tools, options):
-                if isinstance(event, ThinkingChunk):
-                    step.thinking += event.text
-                elif isinstance(event, UsageReport):
+                if isinstance(event, UsageReport):
                     step.usage = {
                         "prompt_tokens": event.prompt_tokens,
                         "completion_tokens": event.completion_tokens,
