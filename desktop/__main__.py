@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return cli_main(args)
     try:
-        from desktop.ui.app import main as gui_main  # type: ignore[import-not-found]
+        from desktop.ui.app import main as gui_main
     except ImportError as exc:
         sys.stderr.write(f"The desktop window is unavailable ({exc}); try: python -m desktop run\n")
         return 2

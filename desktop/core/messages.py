@@ -69,6 +69,10 @@ class Image:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "image", "mime": self.mime, "data": self.base64()}
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Image:
+        return cls(data=base64.b64decode(raw["data"]), mime=str(raw["mime"]))
+
 
 Part = TextPart | Image
 
@@ -77,7 +81,7 @@ def part_from_dict(raw: dict[str, Any]) -> Part:
     if raw["kind"] == "text":
         return TextPart(str(raw["text"]))
     if raw["kind"] == "image":
-        return Image(data=base64.b64decode(raw["data"]), mime=str(raw["mime"]))
+        return Image.from_dict(raw)
     raise ValueError(f"unknown part kind {raw['kind']!r}")
 
 

@@ -1,0 +1,233 @@
+"""A chat session without Qt: the backend connection, the tools, the deduplicator, the
+store, and one turn at a time. The desktop window drives one; tests drive it directly."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from desktop.core.backends import (
+    BACKENDS,
+    CapabilityCache,
+    ProbingProvider,
+    discover,
+    make_provider,
+    on_track,
+)
+from desktop.core.dedupe import Deduplicator
+from desktop.core.events import Event
+from desktop.core.loop import LoopSettings, run_turn
+from desktop.core.messages import Image, Message
+from desktop.core.providers.base import Capabilities, Provider, ProviderError, RequestOptions
+from desktop.core.runtime import LlamaServer, RuntimeSetupError, ensure_bundled_model
+from desktop.core.secrets import SecretStore
+from desktop.core.settings import Settings
+from desktop.core.store import ChatStore
+from desktop.core.tools import Tool, Toolbox
+from desktop.core.trace import TracingProvider, TurnTrace
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What the status bar shows: who answers, with which model, on which track."""
+
+    ok: bool
+    message: str
+    backend: str = ""
+    url: str = ""
+    model: str = ""
+    track: str = ""
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    models: tuple[str, ...] = ()
+
+
+NOT_CONNECTED = Connection(False, "Not connected yet.")
+
+
+class Session:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ChatStore,
+        secrets: SecretStore,
+        tools: Sequence[Tool],
+        *,
+        runtime_log: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.secrets = secrets
+        self.all_tools = list(tools)
+        self.dedupe = Deduplicator()
+        self.cache = CapabilityCache()
+        self.runtime: LlamaServer | None = None
+        self.runtime_log = runtime_log
+        self.connection = NOT_CONNECTED
+        self._provider: ProbingProvider | None = None
+        self._traced: TracingProvider | None = None
+        self._active: Provider | None = None
+        self._conversations: dict[int, list[Message]] = {}
+        self.traces: dict[int, list[TurnTrace]] = {}
+        self.apply_settings(settings)
+
+    # --- settings and tools ---------------------------------------------------------
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Take new settings; tool and cooldown changes apply from the next turn on."""
+        self.settings = settings
+        self.dedupe.cooldown_enabled = settings.cooldown_enabled
+        self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
+
+    def toolbox(self) -> Toolbox:
+        return Toolbox(t for t in self.all_tools if self.settings.tool_enabled(t.name))
+
+    # --- the connection ---------------------------------------------------------------
+
+    def use_provider(self, provider: ProbingProvider | Provider, backend: str = "custom") -> None:
+        """Talk to this provider as it is (tests, and embedding the session elsewhere)."""
+        traced = TracingProvider(provider)
+        active, track = on_track(traced, self.settings.track)  # type: ignore[arg-type]
+        self._provider, self._traced, self._active = None, traced, active
+        self.connection = Connection(
+            True, f"Connected to {provider.label}.", backend, "", "", track, provider.capabilities
+        )
+
+    async def connect(self) -> Connection:
+        """Find or start the backend the settings ask for, probe the model, choose the track."""
+        await self._close_provider()
+        try:
+            provider = await self._open_backend()
+        except (ProviderError, RuntimeSetupError) as exc:
+            self.connection = Connection(False, str(exc), self.settings.backend)
+            return self.connection
+        if provider is None:
+            self.connection = Connection(
+                False,
+                "No model server is running. Start Ollama, LM Studio, KoboldCPP or a llama.cpp "
+                "server, or use the built-in model.",
+                "auto",
+            )
+            return self.connection
+        try:
+            models = tuple(await provider.list_models())
+        except ProviderError as exc:
+            await provider.aclose()
+            self.connection = Connection(False, str(exc), self.settings.backend, provider.base_url)
+            return self.connection
+        if not provider.model and models:
+            provider.model = models[0]
+        probed = await self.cache.capabilities(provider)
+        provider.capabilities = probed.capabilities
+        traced = TracingProvider(provider)
+        active, track = on_track(traced, self.settings.track)  # type: ignore[arg-type]
+        self._provider, self._traced, self._active = provider, traced, active
+        note = f" ({probed.error})" if probed.error else ""
+        self.connection = Connection(
+            True,
+            f"Connected to {provider.label}.{note}",
+            _backend_of(provider),
+            provider.base_url,
+            provider.model,
+            track,
+            probed.capabilities,
+            models,
+        )
+        return self.connection
+
+    async def _open_backend(self) -> ProbingProvider | None:
+        settings = self.settings
+        kind = settings.backend
+        if kind == "builtin":
+            return await self._start_runtime()
+        if kind == "auto":
+            found = await discover()
+            if not found:
+                return None
+            kind, url = found[0].kind, found[0].url
+        else:
+            url = settings.url or BACKENDS[kind].default_url
+        return make_provider(
+            kind,
+            url,
+            settings.model,
+            api_key=self.secrets.get(kind),
+            num_ctx=settings.context_size,
+        )
+
+    async def _start_runtime(self) -> ProbingProvider:
+        model = Path(self.settings.runtime_model) if self.settings.runtime_model else None
+        if self.runtime is None or not self.runtime.running:
+            self.runtime = LlamaServer(
+                model=model or ensure_bundled_model(),
+                context_size=self.settings.context_size,
+                log_path=self.runtime_log,
+            )
+            await self.runtime.start()
+        return make_provider("llamacpp", self.runtime.base_url)
+
+    async def _close_provider(self) -> None:
+        if self._provider is not None:
+            await self._provider.aclose()
+        self._provider = self._traced = self._active = None
+
+    async def close(self) -> None:
+        await self._close_provider()
+        if self.runtime is not None:
+            self.runtime.stop()
+
+    # --- conversations and turns -------------------------------------------------------
+
+    def conversation(self, conversation_id: int) -> list[Message]:
+        if conversation_id not in self._conversations:
+            self._conversations[conversation_id] = [
+                m for _, m in self.store.messages(conversation_id)
+            ]
+        return self._conversations[conversation_id]
+
+    def forget(self, conversation_id: int) -> None:
+        self._conversations.pop(conversation_id, None)
+        self.traces.pop(conversation_id, None)
+
+    async def send(
+        self, conversation_id: int, text: str, images: Sequence[Image] = ()
+    ) -> AsyncIterator[Event]:
+        """Run one turn; every message is stored the moment it is complete."""
+        if self._active is None or self._traced is None:
+            raise ProviderError(self.connection.message or "Not connected to a model server.")
+        conversation = self.conversation(conversation_id)
+        user = Message.user(text, list(images))
+        conversation.append(user)
+        self.store.append(conversation_id, user)
+        if len(conversation) == 1:
+            self.store.rename(conversation_id, _title_from(text))
+        stored = len(conversation)
+        trace = self._traced.start_turn(self.connection.track)
+        self.traces.setdefault(conversation_id, []).append(trace)
+        settings = LoopSettings(
+            max_tool_calls=self.settings.max_tool_calls,
+            options=RequestOptions(temperature=self.settings.temperature),
+        )
+        async for event in run_turn(
+            self._active, self.toolbox(), conversation, settings=settings, dedupe=self.dedupe
+        ):
+            trace.record(event)
+            for message in conversation[stored:]:
+                self.store.append(conversation_id, message)
+            stored = len(conversation)
+            yield event
+
+
+def _title_from(text: str) -> str:
+    first_line = text.strip().splitlines()[0] if text.strip() else "New chat"
+    return first_line[:60] + ("…" if len(first_line) > 60 else "")
+
+
+def _backend_of(provider: ProbingProvider) -> str:
+    names = {
+        "OllamaProvider": "ollama",
+        "LMStudioProvider": "lmstudio",
+        "KoboldCppProvider": "koboldcpp",
+        "LlamaCppProvider": "llamacpp",
+    }
+    return names.get(type(provider).__name__, "openai")

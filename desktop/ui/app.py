@@ -1,0 +1,113 @@
+"""Start the desktop app: Qt and asyncio on one loop (qasync), the core session, the window."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+# qasync picks the first Qt binding it finds unless told: this app is PySide6.
+os.environ.setdefault("QT_API", "pyside6")
+
+from PySide6.QtCore import QStandardPaths
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from desktop.core.builtins import builtin_tools
+from desktop.core.secrets import SecretStore
+from desktop.core.session import Session
+from desktop.core.settings import Settings, SettingsError, load_settings
+from desktop.core.store import ChatStore
+from desktop.ui.controller import ChatController
+from desktop.ui.main_window import MainWindow
+
+RESOURCES = Path(__file__).resolve().parent.parent.parent / "resources"
+log = logging.getLogger("loomchat")
+
+
+def data_dir() -> Path:
+    """$LOOMCHAT_DATA_DIR, else the platform's place for app data (Qt's standard paths)."""
+    override = os.environ.get("LOOMCHAT_DATA_DIR")
+    if override:
+        return Path(override)
+    location = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
+    return Path(location or Path.home() / ".loomchat")
+
+
+def resource(*parts: str) -> Path:
+    bundled = Path(getattr(sys, "_MEIPASS", "")) / "resources"  # inside a PyInstaller bundle
+    base = bundled if bundled.is_dir() else RESOURCES
+    return base.joinpath(*parts)
+
+
+def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None]:
+    """The window with everything behind it, over the data in `folder`.
+
+    Returns a problem to tell the user, if the settings file could not be read (the
+    defaults are used then, and the file is left alone until the user saves).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    settings_path = folder / "settings.json"
+    problem = None
+    try:
+        settings = load_settings(settings_path)
+    except SettingsError as exc:
+        settings, problem = (
+            Settings(),
+            f"Your settings could not be read, so defaults are used.\n\n{exc}",
+        )
+    secrets = SecretStore(file=folder / "secrets.json" if settings.secrets_in_file else None)
+    store = ChatStore(folder / "chats.db")
+    session = Session(
+        settings, store, secrets, builtin_tools(), runtime_log=folder / "logs" / "llama-server.log"
+    )
+    controller = ChatController(session)
+    window = MainWindow(controller, settings_path if problem is None else None)
+    return window, controller, session, problem
+
+
+def _logging(folder: Path) -> None:
+    (folder / "logs").mkdir(parents=True, exist_ok=True)
+    handler = RotatingFileHandler(
+        folder / "logs" / "loomchat.log", maxBytes=1_000_000, backupCount=3
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import qasync
+
+    app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Loomchat")
+    app.setOrganizationName("Loomchat")
+    app.setWindowIcon(QIcon(str(resource("icons", "loomchat.svg"))))
+    style = resource("styles", "app.qss")
+    if style.is_file():
+        app.setStyleSheet(style.read_text(encoding="utf-8"))
+    folder = data_dir()
+    _logging(folder)
+    window, controller, session, problem = build(folder)
+    window.show()
+    if problem:
+        QMessageBox.warning(window, "Settings", problem)
+    controller.reconnect()
+
+    async def run_until_quit() -> None:
+        quitting = asyncio.Event()
+        app.aboutToQuit.connect(quitting.set)
+        await quitting.wait()
+
+    try:
+        qasync.run(run_until_quit())
+    finally:
+        # The window closed only once its tasks had ended; stop the built-in server too.
+        if session.runtime is not None:
+            session.runtime.stop()
+        session.store.close()
+        log.info("closed")
+    return 0

@@ -1,0 +1,148 @@
+"""The one object that owns the running turn: it starts it, stops it, and turns the core's
+events into Qt signals for the widgets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from desktop.core.events import (
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    ToolStarted,
+    TurnFailed,
+    TurnFinished,
+    TurnWarning,
+    Usage,
+)
+from desktop.core.messages import Image
+from desktop.core.providers.base import ProviderError
+from desktop.core.session import Connection, Session
+
+
+class ChatController(QObject):
+    """Signals:
+    text_received(str), thinking_received(str): deltas of the answer being written.
+    tool_called(object), tool_started(object), tool_finished(object), tool_rejected(object):
+        the core's events, as they are.
+    turn_finished(str), turn_failed(str), turn_stopped(): how the turn ended.
+    warned(str): a warning that does not end the turn.
+    busy_changed(bool): a turn started or ended.
+    connection_changed(object): a new `Connection` (status bar, first-run screen).
+    speed_measured(float): tokens per second of the last answer.
+    """
+
+    text_received = Signal(str)
+    thinking_received = Signal(str)
+    tool_called = Signal(object)
+    tool_started = Signal(object)
+    tool_finished = Signal(object)
+    tool_rejected = Signal(object)
+    turn_finished = Signal(str)
+    turn_failed = Signal(str)
+    turn_stopped = Signal()
+    warned = Signal(str)
+    busy_changed = Signal(bool)
+    connection_changed = Signal(object)
+    speed_measured = Signal(float)
+
+    def __init__(self, session: Session, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self._task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def pending(self) -> bool:
+        """A turn or a background job (connecting) is still running."""
+        return self.busy or any(not t.done() for t in self._background)
+
+    # --- the turn ---------------------------------------------------------------------
+
+    def send(self, conversation_id: int, text: str, images: list[Image] | None = None) -> None:
+        """Start a turn; a turn still running is stopped first (a new message wins)."""
+        self.stop()
+        self._task = asyncio.ensure_future(self._run(conversation_id, text, images or []))
+
+    def stop(self) -> None:
+        if self.busy and self._task is not None:
+            self._task.cancel()
+
+    async def shutdown(self, timeout_s: float = 3.0) -> None:
+        """Stop the turn and wait for it, so that no task outlives the window."""
+        self.stop()
+        pending = [t for t in (self._task, *self._background) if t is not None and not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s)
+
+    async def _run(self, conversation_id: int, text: str, images: list[Image]) -> None:
+        self.busy_changed.emit(True)
+        started = time.perf_counter()
+        first_token: float | None = None
+        completion_tokens = 0
+        try:
+            async for event in self.session.send(conversation_id, text, images):
+                if isinstance(event, TextDelta) and first_token is None:
+                    first_token = time.perf_counter()
+                if isinstance(event, Usage):
+                    completion_tokens += event.completion_tokens
+                self._emit(event)
+        except asyncio.CancelledError:
+            self.turn_stopped.emit()
+        except ProviderError as exc:
+            self.turn_failed.emit(str(exc))
+        finally:
+            elapsed = time.perf_counter() - (first_token or started)
+            if completion_tokens and elapsed > 0:
+                self.speed_measured.emit(completion_tokens / elapsed)
+            self.busy_changed.emit(False)
+
+    def _emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.text_received.emit(event.text)
+        elif isinstance(event, ThinkingDelta):
+            self.thinking_received.emit(event.text)
+        elif isinstance(event, ToolCallParsed):
+            self.tool_called.emit(event)
+        elif isinstance(event, ToolStarted):
+            self.tool_started.emit(event)
+        elif isinstance(event, ToolResult):
+            self.tool_finished.emit(event)
+        elif isinstance(event, ToolRejected):
+            self.tool_rejected.emit(event)
+        elif isinstance(event, TurnWarning):
+            self.warned.emit(event.message)
+        elif isinstance(event, TurnFinished):
+            self.turn_finished.emit(event.text)
+        elif isinstance(event, TurnFailed):
+            self.turn_failed.emit(event.message)
+
+    # --- the connection ---------------------------------------------------------------
+
+    def reconnect(self) -> None:
+        """Connect (again) in the background; `connection_changed` tells the result."""
+        self.stop()
+        task = asyncio.ensure_future(self._connect())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _connect(self) -> None:
+        self.connection_changed.emit(
+            Connection(False, "Connecting…", self.session.settings.backend)
+        )
+        with contextlib.suppress(asyncio.CancelledError):
+            self.connection_changed.emit(await self.session.connect())

@@ -1,0 +1,169 @@
+"""The inspector: for each step of a turn, what went to the model, what came back raw,
+the parsed calls with their verdicts and dedupe decisions, and the results. Exportable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.core.trace import TurnTrace
+
+VERDICTS = {
+    "parse": "could not be parsed",
+    "validation": "invalid (name or arguments)",
+    "repeat": "refused by dedupe: an exact repeat",
+    "cooldown": "refused by dedupe: tool on cooldown",
+    "limit": "refused: the turn's tool-call limit was spent",
+    "withdrawn": "refused: tools had been withdrawn",
+}
+
+
+def _pretty(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def step_sections(step: dict[str, Any]) -> list[tuple[str, str]]:
+    """(title, text) rows of one step, in the order a person reads them."""
+    request = step["request"]
+    rows = []
+    for message in request["messages"]:
+        text = "\n".join(
+            part.get("text", f"[{part.get('mime')} image, {part.get('bytes')} bytes]")
+            for part in message.get("parts", [])
+        )
+        if message.get("tool_calls"):
+            text += "\n" + _pretty(message["tool_calls"])
+        rows.append((f"→ {message['role']}", text))
+    if request["tools"]:
+        rows.append(("→ tools (native)", _pretty(request["tools"])))
+    rows.append(("→ options", _pretty(request["options"])))
+    if step.get("thinking"):
+        rows.append(("← thinking", step["thinking"]))
+    rows.append(("← raw output", step.get("raw_output") or "(nothing)"))
+    if step.get("error"):
+        rows.append(("← error", step["error"]))
+    for event in step["events"]:
+        kind = event["kind"]
+        if kind == "tool_call":
+            rows.append((f"parsed call: {event['name']}", _pretty(event["arguments"])))
+        elif kind == "tool_rejected":
+            verdict = VERDICTS.get(event.get("stage", ""), "rejected")
+            rows.append((f"verdict: {event['name']} {verdict}", event["reason"]))
+        elif kind == "tool_started":
+            rows.append((f"verdict: {event['name']} valid, not a repeat: run", ""))
+        elif kind == "tool_result":
+            status = (
+                f"error: {event['error']}" if event["error"] else f"{event['duration_ms']:.0f} ms"
+            )
+            images = ", ".join(f"{i['mime']} {i['size']} bytes" for i in event["images"])
+            text = event["content"] + (f"\n[images: {images}]" if images else "")
+            rows.append((f"result: {event['name']} ({status})", text))
+        elif kind == "usage":
+            tokens = f"{event['prompt_tokens']} prompt + {event['completion_tokens']} completion"
+            rows.append(("usage", f"{tokens} tokens"))
+        elif kind == "warning":
+            rows.append(("warning", event["message"]))
+    return rows
+
+
+class InspectorPanel(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.traces: list[TurnTrace] = []
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.turn_picker = QComboBox()
+        self.turn_picker.currentIndexChanged.connect(self._show_turn)
+        top.addWidget(self.turn_picker, 1)
+        self.export_button = QPushButton("Export JSON…")
+        self.export_button.clicked.connect(self._export)
+        top.addWidget(self.export_button)
+        layout.addLayout(top)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderHidden(True)
+        self.tree.currentItemChanged.connect(self._show_item)
+        splitter.addWidget(self.tree)
+        self.detail = QPlainTextEdit()
+        self.detail.setReadOnly(True)
+        self.detail.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        splitter.addWidget(self.detail)
+        splitter.setSizes([300, 300])
+        layout.addWidget(splitter)
+        self.set_traces([])
+
+    def set_traces(self, traces: list[TurnTrace]) -> None:
+        self.traces = traces
+        self.turn_picker.blockSignals(True)
+        self.turn_picker.clear()
+        for index, trace in enumerate(traces):
+            self.turn_picker.addItem(
+                f"Turn {index + 1} · {trace.track} · {len(trace.steps)} step(s)"
+            )
+        self.turn_picker.blockSignals(False)
+        self.export_button.setEnabled(bool(traces))
+        if traces:
+            self.turn_picker.setCurrentIndex(len(traces) - 1)
+            self._show_turn(len(traces) - 1)
+        else:
+            self.tree.clear()
+            self.detail.setPlainText("Send a message: each step of its turn shows here.")
+
+    def refresh(self) -> None:
+        """The current turn grew (a new step, a verdict): show it again."""
+        if self.traces:
+            self.set_traces(self.traces)
+
+    def _show_turn(self, index: int) -> None:
+        self.tree.clear()
+        if not 0 <= index < len(self.traces):
+            return
+        trace = self.traces[index].to_dict()
+        for step in trace["steps"]:
+            node = QTreeWidgetItem([f"Step {step['step']} · {step.get('duration_ms') or '…'} ms"])
+            for title, text in step_sections(step):
+                child = QTreeWidgetItem([title])
+                child.setData(0, Qt.ItemDataRole.UserRole, text)
+                node.addChild(child)
+            self.tree.addTopLevelItem(node)
+            node.setExpanded(True)
+        if trace["outcome"]:
+            outcome = QTreeWidgetItem([f"Outcome: {trace['outcome']['kind']}"])
+            outcome.setData(0, Qt.ItemDataRole.UserRole, _pretty(trace["outcome"]))
+            self.tree.addTopLevelItem(outcome)
+
+    def _show_item(self, item: QTreeWidgetItem | None, _previous: object = None) -> None:
+        text = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        self.detail.setPlainText(text if isinstance(text, str) else "")
+
+    def current_trace(self) -> TurnTrace | None:
+        index = self.turn_picker.currentIndex()
+        return self.traces[index] if 0 <= index < len(self.traces) else None
+
+    def _export(self) -> None:
+        trace = self.current_trace()
+        if trace is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export turn", "turn.json", "JSON (*.json)")
+        if path:
+            export_trace(trace, Path(path))
+
+
+def export_trace(trace: TurnTrace, path: Path) -> None:
+    path.write_text(json.dumps(trace.to_dict(), ensure_ascii=False, indent=2), encoding="utf-8")

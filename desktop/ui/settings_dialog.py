@@ -1,0 +1,318 @@
+"""Settings: backend and model, tools and their cooldowns, limits, the built-in runtime,
+and the API key (kept in the system keychain, never in the settings file)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.core.backends import BACKENDS, discover, make_provider
+from desktop.core.providers.base import ProviderError
+from desktop.core.secrets import SecretStore, keychain_available
+from desktop.core.settings import Settings
+from desktop.core.tools import Tool
+
+BACKEND_CHOICES = [
+    ("auto", "Find a running server"),
+    ("builtin", "Built-in (llama.cpp, runs here)"),
+    *[(kind, backend.name) for kind, backend in BACKENDS.items()],
+]
+TRACKS = [
+    ("emulated", "Emulated: tools described in the prompt (best for small models)"),
+    ("auto", "Auto: native where the model supports it"),
+    ("native", "Native: the backend's own tool calling"),
+]
+
+
+class SettingsDialog(QDialog):
+    """Edits a copy of the settings; `settings()` gives the result after `accept()`.
+
+    Signals: key_saved(str): where the API key went, in words.
+    """
+
+    key_saved = Signal(str)
+
+    def __init__(
+        self,
+        settings: Settings,
+        tools: list[Tool],
+        secrets: SecretStore,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(560)
+        self._original = settings
+        self._tools = tools
+        self._secrets = secrets
+        self._tasks: set[asyncio.Task[Any]] = set()
+        tabs = QTabWidget()
+        tabs.addTab(self._backend_tab(settings), "Backend")
+        tabs.addTab(self._tools_tab(settings), "Tools")
+        tabs.addTab(self._runtime_tab(settings), "Built-in model")
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(tabs)
+        layout.addWidget(buttons)
+
+    # --- tabs -------------------------------------------------------------------------
+
+    def _backend_tab(self, settings: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.backend = QComboBox()
+        for kind, label in BACKEND_CHOICES:
+            self.backend.addItem(label, kind)
+        self.backend.setCurrentIndex(max(0, self.backend.findData(settings.backend)))
+        self.backend.currentIndexChanged.connect(self._on_backend_changed)
+        detect = QPushButton("Detect")
+        detect.setToolTip("Look for Ollama, LM Studio, KoboldCPP and llama.cpp on this machine")
+        detect.clicked.connect(lambda: self._spawn(self._detect()))
+        row = QHBoxLayout()
+        row.addWidget(self.backend, 1)
+        row.addWidget(detect)
+        form.addRow("Backend", row)
+        self.url = QLineEdit(settings.url)
+        form.addRow("Address", self.url)
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setCurrentText(settings.model)
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(lambda: self._spawn(self._list_models()))
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model, 1)
+        model_row.addWidget(refresh)
+        form.addRow("Model", model_row)
+        self.track = QComboBox()
+        for value, label in TRACKS:
+            self.track.addItem(label, value)
+        self.track.setCurrentIndex(max(0, self.track.findData(settings.track)))
+        form.addRow("Tool calling", self.track)
+        self.context_size = QSpinBox()
+        self.context_size.setRange(512, 1048576)
+        self.context_size.setSingleStep(1024)
+        self.context_size.setValue(settings.context_size)
+        form.addRow("Context size (tokens)", self.context_size)
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(-0.1, 2.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setSpecialValueText("model default")
+        self.temperature.setValue(
+            settings.temperature if settings.temperature is not None else -0.1
+        )
+        form.addRow("Temperature", self.temperature)
+        self.api_key = QLineEdit()
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("optional: LM Studio token, KoboldCPP password")
+        form.addRow("API key", self.api_key)
+        available, why = keychain_available()
+        self.keychain_note = QLabel(why)
+        self.keychain_note.setWordWrap(True)
+        form.addRow("", self.keychain_note)
+        self.secrets_in_file = QCheckBox(
+            "Keep keys in a local file instead (plain text, readable only by you)"
+        )
+        self.secrets_in_file.setChecked(settings.secrets_in_file)
+        self.secrets_in_file.setVisible(not available or settings.secrets_in_file)
+        form.addRow("", self.secrets_in_file)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        form.addRow("", self.status)
+        self._on_backend_changed()
+        return page
+
+    def _tools_tab(self, settings: Settings) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        form = QFormLayout()
+        self.max_tool_calls = QSpinBox()
+        self.max_tool_calls.setRange(1, 100)
+        self.max_tool_calls.setValue(settings.max_tool_calls)
+        form.addRow("Tool calls per answer, at most", self.max_tool_calls)
+        self.cooldown_enabled = QCheckBox(
+            "Cooldowns on (a tool with a cooldown refuses calls for a while after one)"
+        )
+        self.cooldown_enabled.setChecked(settings.cooldown_enabled)
+        form.addRow(self.cooldown_enabled)
+        layout.addLayout(form)
+        self.tool_table = QTableWidget(len(self._tools), 3)
+        self.tool_table.setHorizontalHeaderLabels(["Tool", "On", "Cooldown"])
+        self.tool_table.verticalHeader().hide()
+        for row, tool in enumerate(self._tools):
+            name = QTableWidgetItem(tool.name)
+            name.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            name.setToolTip(tool.description)
+            self.tool_table.setItem(row, 0, name)
+            enabled = QTableWidgetItem()
+            enabled.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+            enabled.setCheckState(
+                Qt.CheckState.Checked
+                if settings.tool_enabled(tool.name)
+                else Qt.CheckState.Unchecked
+            )
+            self.tool_table.setItem(row, 1, enabled)
+            cooldown = QTableWidgetItem(f"{tool.cooldown_s:g} s" if tool.cooldown_s else "none")
+            if tool.cooldown_s:
+                cooldown.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+                on = settings.cooldown_overrides.get(tool.name, settings.cooldown_enabled)
+                cooldown.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            else:
+                cooldown.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.tool_table.setItem(row, 2, cooldown)
+        self.tool_table.resizeColumnsToContents()
+        self.tool_table.horizontalHeader().setStretchLastSection(True)
+        layout.addWidget(self.tool_table)
+        return page
+
+    def _runtime_tab(self, settings: Settings) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.runtime_model = QLineEdit(settings.runtime_model)
+        self.runtime_model.setPlaceholderText("empty: the bundled Qwen2.5-Coder 0.5B")
+        browse = QPushButton("Choose…")
+        browse.clicked.connect(self._choose_model)
+        row = QHBoxLayout()
+        row.addWidget(self.runtime_model, 1)
+        row.addWidget(browse)
+        form.addRow("GGUF model file", row)
+        note = QLabel(
+            "Choose “Built-in” as the backend to run this model here with llama.cpp; "
+            "Loomchat starts it, restarts it if it crashes, and stops it when you quit."
+        )
+        note.setWordWrap(True)
+        form.addRow(note)
+        return page
+
+    # --- actions ----------------------------------------------------------------------
+
+    def _on_backend_changed(self) -> None:
+        kind = self.backend.currentData()
+        backend = BACKENDS.get(kind)
+        self.url.setEnabled(backend is not None)
+        self.url.setPlaceholderText(backend.default_url if backend else "")
+        if backend is not None:
+            stored = self._secrets.get(kind)
+            self.api_key.setText(stored or "")
+
+    def _choose_model(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a GGUF model", "", "GGUF models (*.gguf)"
+        )
+        if path:
+            self.runtime_model.setText(path)
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _detect(self) -> None:
+        self.status.setText("Looking for model servers…")
+        found = await discover()
+        if not found:
+            self.status.setText("No model server answers on the usual ports.")
+            return
+        first = found[0]
+        self.backend.setCurrentIndex(self.backend.findData(first.kind))
+        self.url.setText(first.url)
+        self._fill_models(first.models)
+        names = ", ".join(f"{BACKENDS[f.kind].name} at {f.url}" for f in found)
+        self.status.setText(f"Found: {names}.")
+
+    async def _list_models(self) -> None:
+        kind = self.backend.currentData()
+        if kind not in BACKENDS:
+            self.status.setText("Choose a backend to list its models.")
+            return
+        provider = make_provider(
+            kind, self.url.text().strip() or None, api_key=self.api_key.text() or None
+        )
+        try:
+            self._fill_models(await provider.list_models())
+            self.status.setText("")
+        except ProviderError as exc:
+            self.status.setText(str(exc))
+        finally:
+            await provider.aclose()
+
+    def _fill_models(self, models: list[str]) -> None:
+        current = self.model.currentText()
+        self.model.clear()
+        self.model.addItems(models)
+        self.model.setCurrentText(current if current in models or not models else models[0])
+
+    # --- the result -------------------------------------------------------------------
+
+    def settings(self) -> Settings:
+        tools_enabled = {}
+        overrides = {}
+        global_cooldown = self.cooldown_enabled.isChecked()
+        for row, tool in enumerate(self._tools):
+            enabled = _checked(self.tool_table.item(row, 1))
+            if not enabled:
+                tools_enabled[tool.name] = False
+            if tool.cooldown_s:
+                on = _checked(self.tool_table.item(row, 2))
+                if on != global_cooldown:
+                    overrides[tool.name] = on
+        temperature = self.temperature.value()
+        return replace(
+            self._original,
+            backend=self.backend.currentData(),
+            url=self.url.text().strip(),
+            model=self.model.currentText().strip(),
+            track=self.track.currentData(),
+            context_size=self.context_size.value(),
+            temperature=None if temperature < 0 else round(temperature, 2),
+            max_tool_calls=self.max_tool_calls.value(),
+            cooldown_enabled=global_cooldown,
+            cooldown_overrides=overrides,
+            tools_enabled=tools_enabled,
+            runtime_model=self.runtime_model.text().strip(),
+            secrets_in_file=self.secrets_in_file.isChecked(),
+        )
+
+    def save_key(self) -> str | None:
+        """Store the API key typed for the chosen backend (in the keychain); None if none."""
+        kind = self.backend.currentData()
+        if kind not in BACKENDS:
+            return None
+        key = self.api_key.text()
+        if key == (self._secrets.get(kind) or ""):
+            return None
+        if not key:
+            self._secrets.delete(kind)
+            return "API key removed."
+        where = self._secrets.set(kind, key)
+        self.key_saved.emit(where)
+        return where
+
+
+def _checked(item: QTableWidgetItem | None) -> bool:
+    return item is not None and item.checkState() == Qt.CheckState.Checked

@@ -1,0 +1,192 @@
+"""A tool step in the chat: name, arguments, state, duration, result, and its images."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFontDatabase, QMouseEvent, QPixmap
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.core.messages import Image
+
+RESULT_PREVIEW_CHARS = 400
+SPINNER = "◐◓◑◒"
+THUMBNAIL = QSize(320, 200)
+
+STATE_TEXT = {
+    "running": "running",
+    "done": "✓ done",
+    "failed": "✗ failed",
+    "rejected": "⊘ not run",
+}
+
+
+def pixmap_of(image: Image) -> QPixmap:
+    pixmap = QPixmap()
+    pixmap.loadFromData(image.data)
+    return pixmap
+
+
+class ImageThumb(QLabel):
+    """A tool image, scaled down; a click opens it full size (with Save)."""
+
+    clicked = Signal(object)
+
+    def __init__(self, image: Image, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.image = image
+        pixmap = pixmap_of(image)
+        if pixmap.width() > THUMBNAIL.width() or pixmap.height() > THUMBNAIL.height():
+            pixmap = pixmap.scaled(
+                THUMBNAIL,
+                Qt.AspectRatioMode.KeepAspectRatio,
+                Qt.TransformationMode.SmoothTransformation,
+            )
+        self.setPixmap(pixmap)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("Click to enlarge or save")
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit(self.image)
+        super().mouseReleaseEvent(event)
+
+
+class ToolCard(QFrame):
+    image_clicked = Signal(object)
+
+    def __init__(
+        self, call_id: str, name: str, arguments: Any, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolCard")
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.state = "running"
+        self.result_text = ""
+        self.images: list[Image] = []
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.setSpacing(4)
+        header = QHBoxLayout()
+        self.title = QLabel(f"<b>{name}</b>")
+        header.addWidget(self.title)
+        header.addStretch()
+        self.state_label = QLabel()
+        self.state_label.setObjectName("toolState")
+        header.addWidget(self.state_label)
+        self.duration_label = QLabel()
+        header.addWidget(self.duration_label)
+        layout.addLayout(header)
+
+        self.arguments_label = QLabel(json.dumps(arguments, ensure_ascii=False, indent=1))
+        self.arguments_label.setFont(mono)
+        self.arguments_label.setWordWrap(True)
+        self.arguments_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.arguments_label)
+
+        self.reason_label = QLabel()
+        self.reason_label.setWordWrap(True)
+        self.reason_label.setObjectName("toolReason")
+        self.reason_label.hide()
+        layout.addWidget(self.reason_label)
+
+        self.result_label = QLabel()
+        self.result_label.setFont(mono)
+        self.result_label.setWordWrap(True)
+        self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result_label.hide()
+        layout.addWidget(self.result_label)
+        self.expand_button = QToolButton()
+        self.expand_button.setText("Show all")
+        self.expand_button.setCheckable(True)
+        self.expand_button.toggled.connect(self._show_result)
+        self.expand_button.hide()
+        layout.addWidget(self.expand_button, alignment=Qt.AlignmentFlag.AlignLeft)
+
+        self.images_row = QHBoxLayout()
+        self.images_row.setSpacing(6)
+        layout.addLayout(self.images_row)
+        self.images_note = QLabel()
+        self.images_note.setObjectName("imagesNote")
+        self.images_note.hide()
+        layout.addWidget(self.images_note)
+
+        self._spin = 0
+        self._spinner = QTimer(self)
+        self._spinner.setInterval(120)
+        self._spinner.timeout.connect(self._tick)
+        self._spinner.start()
+        self._render_state()
+
+    def _tick(self) -> None:
+        self._spin = (self._spin + 1) % len(SPINNER)
+        self._render_state()
+
+    def _render_state(self) -> None:
+        text = STATE_TEXT[self.state]
+        if self.state == "running":
+            text = f"{SPINNER[self._spin]} running"
+        self.state_label.setText(text)
+        self.setProperty("state", self.state)
+
+    def finish(
+        self, content: str, error: str | None, duration_ms: float, images: list[Image]
+    ) -> None:
+        self.state = "failed" if error else "done"
+        self._spinner.stop()
+        self._render_state()
+        self.duration_label.setText(_duration(duration_ms))
+        self.result_text = content
+        self._show_result(False)
+        self.result_label.show()
+        self.expand_button.setVisible(len(content) > RESULT_PREVIEW_CHARS)
+        for image in images:
+            thumb = ImageThumb(image)
+            thumb.clicked.connect(self.image_clicked.emit)
+            self.images_row.addWidget(thumb)
+        self.images_row.addStretch()
+        self.images = list(images)
+
+    def reject(self, reason: str) -> None:
+        self.state = "rejected"
+        self._spinner.stop()
+        self._render_state()
+        self.reason_label.setText(reason)
+        self.reason_label.show()
+
+    def mark_images(self, sent_to_model: bool) -> None:
+        """Say whether the model got the images, or not (no vision)."""
+        if not self.images:
+            return
+        count = len(self.images)
+        what = "image" if count == 1 else f"{count} images"
+        self.images_note.setText(
+            f"The {what} went to the model with the result."
+            if sent_to_model
+            else f"The {what} stayed here: this model cannot see images."
+        )
+        self.images_note.show()
+
+    def _show_result(self, everything: bool) -> None:
+        text = self.result_text
+        if not everything and len(text) > RESULT_PREVIEW_CHARS:
+            text = text[:RESULT_PREVIEW_CHARS] + " …"
+        self.result_label.setText(text)
+        self.expand_button.setText("Show less" if everything else "Show all")
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"

@@ -1,0 +1,347 @@
+"""The desktop window, driven as a person would, against the scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import keyring
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop.core.messages import ToolCall
+from desktop.core.secrets import SERVICE
+from desktop.ui.chat_view import MessageBubble
+from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.tool_card import ImageThumb, ToolCard
+from tests.core.test_settings import MemoryKeyring
+from tests.fakes import Step
+from tests.ui.conftest import WindowFactory
+
+CHART_CALL = ToolCall(
+    "chart1",
+    "create_chart",
+    {"type": "bar", "title": "Sales", "labels": ["Jan", "Feb"], "values": [3, 5]},
+)
+
+
+def type_and_send(qtbot: Any, window: Any, text: str) -> None:
+    window.composer.setPlainText(text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+
+
+def answer_bubbles(window: Any) -> list[MessageBubble]:
+    return [b for b in window.chat.bubbles() if b.role == "assistant"]
+
+
+def test_a_streamed_answer_appears_as_markdown(qtbot: Any, make_window: WindowFactory) -> None:
+    window, provider = make_window(
+        [Step(chunks=["Hello ", "**world**", "\n\n```python\nprint(1)\n```"])]
+    )
+    type_and_send(qtbot, window, "Say hello")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=5000
+    )
+    bubble = answer_bubbles(window)[-1]
+    assert bubble.body.text == "Hello **world**\n\n```python\nprint(1)\n```"
+    (code,) = bubble.body.code_blocks()
+    assert code.language == "python" and code.code.text() == "print(1)"
+    qtbot.mouseClick(code.copy_button, Qt.MouseButton.LeftButton)
+    from PySide6.QtGui import QGuiApplication
+
+    assert QGuiApplication.clipboard().text() == "print(1)"
+    assert provider.requests[0].messages[-1].text == "Say hello"
+    assert window.composer.toPlainText() == ""
+    stored = [m for _, m in window.store.messages(window.conversation_id)]
+    assert [m.role for m in stored] == ["user", "assistant"]
+
+
+def test_shift_enter_is_a_new_line(qtbot: Any, make_window: WindowFactory) -> None:
+    window, provider = make_window([])
+    window.composer.setPlainText("first")
+    window.composer.moveCursor(window.composer.textCursor().MoveOperation.End)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert window.composer.toPlainText() == "first\n" and provider.requests == []
+
+
+def test_a_tool_card_shows_arguments_result_and_the_image(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    window, provider = make_window([Step(tool_calls=[CHART_CALL]), "Sales went up."], vision=True)
+    type_and_send(qtbot, window, "Chart my sales")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and "chart1" in window.chat.cards, timeout=10000
+    )
+    card: ToolCard = window.chat.cards["chart1"]
+    qtbot.waitUntil(lambda: card.state == "done", timeout=10000)
+    assert card.name == "create_chart"
+    assert json.loads(card.arguments_label.text())["labels"] == ["Jan", "Feb"]
+    assert "Created a bar chart titled 'Sales'" in card.result_label.text()
+    thumbs = card.findChildren(ImageThumb)
+    assert len(thumbs) == 1 and not thumbs[0].pixmap().isNull()
+    assert card.images_note.text() == "The image went to the model with the result."
+    assert provider.requests[1].messages[-1].images[0].mime == "image/png"
+    assert answer_bubbles(window)[-1].body.text == "Sales went up."
+
+
+def test_without_vision_the_card_says_the_image_was_withheld(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    window, provider = make_window([Step(tool_calls=[CHART_CALL]), "Done."], vision=False)
+    type_and_send(qtbot, window, "Chart my sales")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and "chart1" in window.chat.cards, timeout=10000
+    )
+    card = window.chat.cards["chart1"]
+    assert card.images_note.text() == "The image stayed here: this model cannot see images."
+    assert provider.requests[1].messages[-1].images == []
+
+
+def test_stop_cancels_the_answer(qtbot: Any, make_window: WindowFactory) -> None:
+    window, provider = make_window([Step(chunks=["Thinking about it"], hang=True)])
+    type_and_send(qtbot, window, "Long question")
+    qtbot.waitUntil(
+        lambda: window.stop_button.isVisible() and bool(answer_bubbles(window)), timeout=5000
+    )
+    qtbot.mouseClick(window.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
+    assert provider.cancelled
+    assert window.send_button.isVisible() and not window.stop_button.isVisible()
+    assert answer_bubbles(window)[-1].body.text == "Thinking about it"  # what was shown stays
+    notes = [
+        w.text()
+        for w in window.chat.content.findChildren(type(window.backend_label))
+        if w.objectName() == "noteNote"
+    ]
+    assert notes == ["Stopped."]
+
+
+def test_the_cooldown_toggle_changes_what_the_loop_rejects(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    from desktop.core.tools import Tool
+
+    calls: list[dict[str, Any]] = []
+
+    async def create_ticket(arguments: dict[str, Any]) -> str:
+        calls.append(arguments)
+        return "created"
+
+    def two_tickets() -> Step:
+        return Step(tool_calls=[ToolCall(f"t{len(calls)}a", "create_ticket", {"title": "one"}),
+                                ToolCall(f"t{len(calls)}b", "create_ticket", {"title": "two"})])  # fmt: skip
+
+    window, provider = make_window([two_tickets(), "ok"])
+    tickets = Tool(
+        "create_ticket",
+        "Create a ticket",
+        {"type": "object", "properties": {"title": {"type": "string"}}},
+        create_ticket,
+        cooldown_s=30,
+    )
+    window.session.all_tools.append(tickets)
+    type_and_send(qtbot, window, "Create two tickets")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and len(window.chat.cards) == 2, timeout=5000
+    )
+    assert [c.state for c in window.chat.cards.values()] == ["done", "rejected"]
+    assert "cooldown" in window.chat.cards["t0b"].reason_label.text()
+    assert len(calls) == 1
+
+    dialog = SettingsDialog(
+        window.session.settings, window.session.all_tools, window.session.secrets
+    )
+    qtbot.addWidget(dialog)
+    dialog.cooldown_enabled.setChecked(False)
+    row = [t.name for t in window.session.all_tools].index("create_ticket")
+    dialog.tool_table.item(row, 2).setCheckState(Qt.CheckState.Unchecked)
+    window.apply_settings(dialog.settings())
+    window.session.dedupe = type(window.session.dedupe)(cooldown_enabled=False)  # a fresh minute
+    window.session.apply_settings(window.session.settings)
+    provider.script[:] = [two_tickets(), "ok"]
+    type_and_send(qtbot, window, "Create two more")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and len(window.chat.cards) == 4, timeout=5000
+    )
+    assert [c.state for c in list(window.chat.cards.values())[2:]] == ["done", "done"]
+    assert len(calls) == 3
+
+
+def test_settings_round_trip_with_the_key_in_the_keychain(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    previous = keyring.get_keyring()
+    memory = MemoryKeyring()
+    keyring.set_keyring(memory)
+    try:
+        window, _ = make_window([], folder=tmp_path / "data")
+        dialog = SettingsDialog(
+            window.session.settings, window.session.all_tools, window.session.secrets
+        )
+        qtbot.addWidget(dialog)
+        dialog.backend.setCurrentIndex(dialog.backend.findData("lmstudio"))
+        dialog.url.setText("http://127.0.0.1:1234")
+        dialog.model.setCurrentText("qwen/qwen3-8b")
+        dialog.track.setCurrentIndex(dialog.track.findData("auto"))
+        dialog.max_tool_calls.setValue(4)
+        dialog.api_key.setText("lm-secret-token")
+        window.controller.reconnect = lambda: None  # no server to connect to here
+        window.apply_settings(dialog.settings(), dialog.save_key())
+        saved = (tmp_path / "data" / "settings.json").read_text()
+        assert "lm-secret-token" not in saved
+        assert (
+            json.loads(saved)["backend"] == "lmstudio" and json.loads(saved)["max_tool_calls"] == 4
+        )
+        assert memory.store[(SERVICE, "lmstudio")] == "lm-secret-token"
+
+        again = SettingsDialog(
+            window.session.settings, window.session.all_tools, window.session.secrets
+        )
+        qtbot.addWidget(again)
+        assert again.backend.currentData() == "lmstudio"
+        assert again.model.currentText() == "qwen/qwen3-8b"
+        assert again.track.currentData() == "auto" and again.max_tool_calls.value() == 4
+        assert again.api_key.text() == "lm-secret-token"
+    finally:
+        keyring.set_keyring(previous)
+
+
+def test_a_conversation_survives_a_restart(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    folder = tmp_path / "kept"
+    window, _ = make_window(
+        [Step(tool_calls=[CHART_CALL]), "Up and to the right."], vision=True, folder=folder
+    )
+    type_and_send(qtbot, window, "Chart my sales")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=10000
+    )
+    window.close()
+    window.store.close()
+
+    reopened, _ = make_window([], folder=folder)
+    assert reopened.conversation_list.item(0).text() == "Chart my sales"
+    texts = [b.body.text for b in reopened.chat.bubbles()]
+    assert texts == ["Chart my sales", "Up and to the right."]
+    card = reopened.chat.cards["chart1"]
+    assert card.state == "done" and len(card.findChildren(ImageThumb)) == 1
+    assert card.images_note.text() == "The image went to the model with the result."
+
+
+def test_closing_with_a_turn_running_leaves_no_pending_task(
+    qtbot: Any, make_window: WindowFactory, qloop: asyncio.AbstractEventLoop
+) -> None:
+    window, provider = make_window([Step(chunks=["Working"], hang=True)])
+    type_and_send(qtbot, window, "Long job")
+    qtbot.waitUntil(lambda: window.controller.busy and bool(answer_bubbles(window)), timeout=5000)
+    window.close()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+    assert provider.cancelled
+    assert not window.controller.pending
+    leftover = [
+        t for t in asyncio.all_tasks(qloop) if not t.done() and t is not asyncio.current_task(qloop)
+    ]
+    assert leftover == []
+
+
+def test_conversations_new_rename_search_delete(
+    qtbot: Any, make_window: WindowFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, _ = make_window(["first answer", "second answer"])
+    type_and_send(qtbot, window, "About tides")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=5000
+    )
+    window.new_conversation()
+    type_and_send(qtbot, window, "About volcanoes")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=5000
+    )
+    titles = [
+        window.conversation_list.item(i).text() for i in range(window.conversation_list.count())
+    ]
+    assert titles == ["About volcanoes", "About tides"]
+    from PySide6.QtWidgets import QInputDialog
+
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("Lava", True))
+    window.rename_conversation()
+    assert window.conversation_list.item(0).text() == "Lava"
+    window.search.setText("tides")
+    assert window.conversation_list.count() == 1
+    window.search.clear()
+    window.delete_conversation()
+    assert [
+        window.conversation_list.item(i).text() for i in range(window.conversation_list.count())
+    ] == ["About tides"]
+
+
+def test_export_markdown_and_json(qtbot: Any, make_window: WindowFactory, tmp_path: Path) -> None:
+    window, _ = make_window(["A **bold** reply."])
+    type_and_send(qtbot, window, "Hi")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=5000
+    )
+    window.export("md", tmp_path / "chat.md")
+    window.export("json", tmp_path / "chat.json")
+    assert "**Assistant:**\n\nA **bold** reply." in (tmp_path / "chat.md").read_text()
+    assert (
+        json.loads((tmp_path / "chat.json").read_text())["messages"][1]["parts"][0]["text"]
+        == "A **bold** reply."
+    )
+
+
+def test_the_inspector_shows_each_step(qtbot: Any, make_window: WindowFactory) -> None:
+    window, _ = make_window([Step(tool_calls=[CHART_CALL], chunks=[]), "Done."], vision=True)
+    window.inspector_dock.show()
+    type_and_send(qtbot, window, "Chart")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and "chart1" in window.chat.cards, timeout=10000
+    )
+    qtbot.waitUntil(lambda: window.inspector.tree.topLevelItemCount() == 3, timeout=5000)
+    step0 = window.inspector.tree.topLevelItem(0)
+    titles = [step0.child(i).text(0) for i in range(step0.childCount())]
+    # the emulated track: the tools are in the system prompt, none go natively
+    assert titles[:2] == ["→ system", "→ user"] and "→ tools (native)" not in titles
+    assert "← raw output" in titles
+    assert "parsed call: create_chart" in titles
+    assert "verdict: create_chart valid, not a repeat: run" in titles
+    assert any(t.startswith("result: create_chart") for t in titles)
+    window.inspector.tree.setCurrentItem(step0.child(titles.index("parsed call: create_chart")))
+    assert json.loads(window.inspector.detail.toPlainText())["type"] == "bar"
+
+
+def test_a_long_conversation_opens_with_the_newest_and_loads_the_rest(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    from desktop.core.messages import Message
+
+    window, _ = make_window([])
+    store = window.store
+    chat = store.create_conversation("Long")
+    for i in range(100):
+        store.append(
+            chat, Message.user(f"question {i}") if i % 2 == 0 else Message.assistant(f"answer {i}")
+        )
+    window.refresh_conversations()
+    window.open_conversation(chat)
+    assert len(window.chat.bubbles()) == 40
+    assert window.chat.earlier_button.isVisible()
+    window.load_earlier()
+    assert len(window.chat.bubbles()) == 80
+    window.load_earlier()
+    assert len(window.chat.bubbles()) == 100 and not window.chat.earlier_button.isVisible()
+    first = window.chat.column.itemAt(1).widget()
+    assert isinstance(first, MessageBubble) and first.body.text == "question 0"
+
+
+def test_first_run_screen_when_no_server(qtbot: Any, make_window: WindowFactory) -> None:
+    from desktop.core.session import Connection
+
+    window, _ = make_window([])
+    window.controller.connection_changed.emit(Connection(False, "No model server is running."))
+    assert window.pages.currentWidget() is window.first_run
+    assert window.first_run.reason.text() == "No model server is running."
+    assert window.backend_label.text() == "○ No model server is running."
