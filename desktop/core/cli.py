@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -147,20 +148,17 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     emit = jsonl_printer(out) if args.events == "jsonl" else HumanPrinter(out, err)
     status = 1
     try:
-        async for event in run_turn(
-            active,
-            Toolbox(tools),
-            conversation,
-            settings=settings,
-            dedupe=Deduplicator(cooldown_enabled=not args.no_cooldown),
-        ):
-            emit(event)
-            if isinstance(event, TurnFinished):
-                status = 0
-            elif isinstance(event, TurnFailed):
-                err.write(f"error: {event.message}\n")
-            elif isinstance(event, TurnWarning) and args.events != "jsonl":
-                err.write(f"warning: {event.message}\n")
+        dedupe = Deduplicator(cooldown_enabled=not args.no_cooldown)
+        turn = run_turn(active, Toolbox(tools), conversation, settings=settings, dedupe=dedupe)
+        async with aclosing(turn) as events:
+            async for event in events:
+                emit(event)
+                if isinstance(event, TurnFinished):
+                    status = 0
+                elif isinstance(event, TurnFailed):
+                    err.write(f"error: {event.message}\n")
+                elif isinstance(event, TurnWarning) and args.events != "jsonl":
+                    err.write(f"warning: {event.message}\n")
     finally:
         await provider.aclose()
     return status

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ Tools:"""
 
 # Appended to the tool results the model reads last: small models follow the latest words.
 NEXT_STEP_HINT = "If these results answer the request, answer the user now in plain text."
-NO_TOOLS_HINT = "Tools are no longer available: answer the user now in plain text."
+NO_TOOLS_HINT = "Now answer the user's request in plain text, using the results above."
 
 _CALL_START = re.compile(r'\{\s*"(?:name|function)"\s*:\s*"([^"\\]*)')
 _FENCE_PAIR = re.compile(r"```[A-Za-z0-9_-]*\s*```")
@@ -329,8 +330,8 @@ def _joined(first: list[Part], second: list[Part]) -> list[Part]:
 
 
 async def calls_from_text(
-    source: AsyncIterator[ProviderEvent], known: Sequence[str]
-) -> AsyncIterator[ProviderEvent]:
+    source: AsyncGenerator[ProviderEvent, None], known: Sequence[str]
+) -> AsyncGenerator[ProviderEvent, None]:
     """Stream prose through, hold back what may be a call, and parse the answer for calls.
 
     `<think>` blocks become thinking. Calls the backend returned structured (native) are
@@ -350,14 +351,15 @@ async def calls_from_text(
                 out.append(TextChunk(released))
         return out
 
-    async for event in source:
-        if isinstance(event, TextChunk):
-            for piece in shown(splitter.feed(event.text)):
-                yield piece
-        elif isinstance(event, Reply):
-            reply = event
-        else:
-            yield event
+    async with aclosing(source) as stream:
+        async for event in stream:
+            if isinstance(event, TextChunk):
+                for piece in shown(splitter.feed(event.text)):
+                    yield piece
+            elif isinstance(event, Reply):
+                reply = event
+            else:
+                yield event
     for piece in shown(splitter.flush()):
         yield piece
     if reply is None:
@@ -399,7 +401,7 @@ class EmulatedTools:
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         source = self.inner.stream(emulated_history(messages, tools), [], options)
         return calls_from_text(source, _known_names(messages, tools))
 
@@ -418,7 +420,7 @@ class NativeTools(EmulatedTools):
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         withdrawn = not tools and any(m.role == "tool" for m in messages)
         history = emulated_history(messages, []) if withdrawn else messages
         source = self.inner.stream(history, tools, options)

@@ -11,7 +11,8 @@ conversation as it was before that step: no half-received call, no call without 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from desktop.core.dedupe import Deduplicator
@@ -93,7 +94,7 @@ async def run_turn(
     *,
     settings: LoopSettings | None = None,
     dedupe: Deduplicator | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Run one turn over `conversation` (which ends with the user's message) and extend it."""
     settings = settings or LoopSettings()
     dedupe = dedupe or Deduplicator()
@@ -107,17 +108,18 @@ async def run_turn(
         tools = list(toolbox) if offer_tools else []
         reply: Reply | None = None
         try:
-            async for chunk in provider.stream(conversation, tools, settings.options):
-                if isinstance(chunk, TextChunk):
-                    yield TextDelta(step, chunk.text)
-                elif isinstance(chunk, ThinkingChunk):
-                    yield ThinkingDelta(step, chunk.text)
-                elif isinstance(chunk, UsageReport):
-                    yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
-                elif isinstance(chunk, Notice):
-                    yield TurnWarning(step, chunk.message)
-                else:
-                    reply = chunk
+            async with aclosing(provider.stream(conversation, tools, settings.options)) as stream:
+                async for chunk in stream:
+                    if isinstance(chunk, TextChunk):
+                        yield TextDelta(step, chunk.text)
+                    elif isinstance(chunk, ThinkingChunk):
+                        yield ThinkingDelta(step, chunk.text)
+                    elif isinstance(chunk, UsageReport):
+                        yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
+                    elif isinstance(chunk, Notice):
+                        yield TurnWarning(step, chunk.message)
+                    else:
+                        reply = chunk
         except ProviderError as exc:
             yield TurnFailed(step, str(exc))
             return
@@ -189,22 +191,23 @@ async def run_turn(
             outcome.invalid = True
 
         direct_answer: str | None = None
-        async for result in _run_all(toolbox, runnable, step):
-            yield result
-            if isinstance(result, ToolStarted):
-                continue
-            meta = {
-                "duration_ms": result.duration_ms,
-                "error": result.error,
-                "images": [image.to_dict() for image in result.images],
-            }
-            outcome.results[result.id] = Message.tool(
-                result.id, result.name, result.content, meta=meta
-            )
-            outcome.images.extend((result.name, image) for image in result.images)
-            tool = toolbox.get(result.name)
-            if tool is not None and tool.direct_output and result.error is None:
-                direct_answer = direct_answer if direct_answer is not None else result.content
+        async with aclosing(_run_all(toolbox, runnable, step)) as stream:
+            async for result in stream:
+                yield result
+                if isinstance(result, ToolStarted):
+                    continue
+                meta = {
+                    "duration_ms": result.duration_ms,
+                    "error": result.error,
+                    "images": [image.to_dict() for image in result.images],
+                }
+                outcome.results[result.id] = Message.tool(
+                    result.id, result.name, result.content, meta=meta
+                )
+                outcome.images.extend((result.name, image) for image in result.images)
+                tool = toolbox.get(result.name)
+                if tool is not None and tool.direct_output and result.error is None:
+                    direct_answer = direct_answer if direct_answer is not None else result.content
 
         outcome.messages.extend(outcome.results[c.id] for c in reply.tool_calls)
         if broken_notes:
@@ -233,7 +236,7 @@ async def run_turn(
 
 async def _run_all(
     toolbox: Toolbox, calls: Sequence[ToolCall], step: int
-) -> AsyncIterator[ToolStarted | ToolResult]:
+) -> AsyncGenerator[ToolStarted | ToolResult, None]:
     """Run calls concurrently; yield each result as it finishes. Cancelling stops them all."""
     if not calls:
         return

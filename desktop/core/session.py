@@ -3,7 +3,8 @@ store, and one turn at a time. The desktop window drives one; tests drive it dir
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,7 +192,7 @@ class Session:
 
     async def send(
         self, conversation_id: int, text: str, images: Sequence[Image] = ()
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run one turn; every message is stored the moment it is complete."""
         if self._active is None or self._traced is None:
             raise ProviderError(self.connection.message or "Not connected to a model server.")
@@ -208,14 +209,16 @@ class Session:
             max_tool_calls=self.settings.max_tool_calls,
             options=RequestOptions(temperature=self.settings.temperature),
         )
-        async for event in run_turn(
+        turn = run_turn(
             self._active, self.toolbox(), conversation, settings=settings, dedupe=self.dedupe
-        ):
-            trace.record(event)
-            for message in conversation[stored:]:
-                self.store.append(conversation_id, message)
-            stored = len(conversation)
-            yield event
+        )
+        async with aclosing(turn) as events:
+            async for event in events:
+                trace.record(event)
+                for message in conversation[stored:]:
+                    self.store.append(conversation_id, message)
+                stored = len(conversation)
+                yield event
 
 
 def _title_from(text: str) -> str:

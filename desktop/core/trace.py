@@ -8,7 +8,8 @@ it records is the one on the wire: with the emulated tool prompt, as the model s
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +123,7 @@ class TracingProvider:
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         step = StepTrace(
             step=len(self.trace.steps),
             messages=[_message_for_trace(m) for m in messages],
@@ -132,16 +133,17 @@ class TracingProvider:
         self.trace.steps.append(step)
         began = time.perf_counter()
         try:
-            async for event in self.inner.stream(messages, tools, options):
-                if isinstance(event, UsageReport):
-                    step.usage = {
-                        "prompt_tokens": event.prompt_tokens,
-                        "completion_tokens": event.completion_tokens,
-                    }
-                elif isinstance(event, Reply):
-                    step.raw_output = event.raw or event.text
-                    step.finish_reason = event.finish_reason
-                yield event
+            async with aclosing(self.inner.stream(messages, tools, options)) as stream:
+                async for event in stream:
+                    if isinstance(event, UsageReport):
+                        step.usage = {
+                            "prompt_tokens": event.prompt_tokens,
+                            "completion_tokens": event.completion_tokens,
+                        }
+                    elif isinstance(event, Reply):
+                        step.raw_output = event.raw or event.text
+                        step.finish_reason = event.finish_reason
+                    yield event
         except ProviderError as exc:
             step.error = str(exc)
             raise

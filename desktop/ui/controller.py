@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+from contextlib import aclosing
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -21,7 +21,6 @@ from desktop.core.events import (
     TurnFailed,
     TurnFinished,
     TurnWarning,
-    Usage,
 )
 from desktop.core.messages import Image
 from desktop.core.providers.base import ProviderError
@@ -91,25 +90,30 @@ class ChatController(QObject):
 
     async def _run(self, conversation_id: int, text: str, images: list[Image]) -> None:
         self.busy_changed.emit(True)
-        started = time.perf_counter()
-        first_token: float | None = None
-        completion_tokens = 0
         try:
-            async for event in self.session.send(conversation_id, text, images):
-                if isinstance(event, TextDelta) and first_token is None:
-                    first_token = time.perf_counter()
-                if isinstance(event, Usage):
-                    completion_tokens += event.completion_tokens
-                self._emit(event)
+            async with aclosing(self.session.send(conversation_id, text, images)) as stream:
+                async for event in stream:
+                    self._emit(event)
         except asyncio.CancelledError:
             self.turn_stopped.emit()
         except ProviderError as exc:
             self.turn_failed.emit(str(exc))
         finally:
-            elapsed = time.perf_counter() - (first_token or started)
-            if completion_tokens and elapsed > 0:
-                self.speed_measured.emit(completion_tokens / elapsed)
+            speed = self._speed(conversation_id)
+            if speed:
+                self.speed_measured.emit(speed)
             self.busy_changed.emit(False)
+
+    def _speed(self, conversation_id: int) -> float | None:
+        """Tokens per second of the last turn: its completion tokens over the time its model
+        requests took (tool time left out), from the turn's trace."""
+        traces = self.session.traces.get(conversation_id)
+        if not traces:
+            return None
+        steps = [s for s in traces[-1].steps if s.usage and s.duration_ms]
+        tokens = sum(s.usage["completion_tokens"] for s in steps if s.usage)
+        seconds = sum(s.duration_ms or 0 for s in steps) / 1000
+        return tokens / seconds if tokens and seconds > 0 else None
 
     def _emit(self, event: Event) -> None:
         if isinstance(event, TextDelta):

@@ -158,6 +158,8 @@ class MainWindow(QMainWindow):
         self.new_button = QPushButton("New chat")
         self.new_button.clicked.connect(self.new_conversation)
         self.conversation_list = QListWidget()
+        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.conversation_list.currentItemChanged.connect(self._on_conversation_chosen)
         self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.conversation_list.customContextMenuRequested.connect(self._conversation_menu)
@@ -320,11 +322,10 @@ class MainWindow(QMainWindow):
 
     def _on_connection(self, connection: Connection) -> None:
         if connection.ok:
-            model = f" · {connection.model}" if connection.model else ""
-            vision = " · vision" if connection.capabilities.vision else ""
-            self.backend_label.setText(
-                f"● {connection.message.removeprefix('Connected to ').rstrip('.')}{model}{vision}"
-            )
+            where = connection.message.removeprefix("Connected to ").split(". (")[0].rstrip(".")
+            model = f" · {Path(connection.model).name}" if connection.model else ""
+            vision = " · sees images" if connection.capabilities.vision else ""
+            self.backend_label.setText(f"● {where}{model}{vision}")
             self.backend_label.setToolTip(connection.message)
             self.track_label.setText(f"tools: {connection.track}")
             self.pages.setCurrentWidget(self.chat)

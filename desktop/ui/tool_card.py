@@ -91,7 +91,7 @@ class ToolCard(QFrame):
         header.addWidget(self.duration_label)
         layout.addLayout(header)
 
-        self.arguments_label = QLabel(json.dumps(arguments, ensure_ascii=False, indent=1))
+        self.arguments_label = QLabel(format_arguments(arguments))
         self.arguments_label.setFont(mono)
         self.arguments_label.setWordWrap(True)
         self.arguments_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -186,6 +186,15 @@ class ToolCard(QFrame):
             text = text[:RESULT_PREVIEW_CHARS] + " …"
         self.result_label.setText(text)
         self.expand_button.setText("Show less" if everything else "Show all")
+
+
+def format_arguments(arguments: Any) -> str:
+    """One line per argument, values as compact JSON: easy to scan, exact to copy."""
+    if not isinstance(arguments, dict):
+        return json.dumps(arguments, ensure_ascii=False)
+    if not arguments:
+        return "(no arguments)"
+    return "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
 
 
 def _duration(ms: float) -> str:

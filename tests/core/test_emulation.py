@@ -308,7 +308,7 @@ def test_history_without_tools_has_no_tool_prompt_and_says_so() -> None:
     assert out[0].role == "user"
     assert out[1].text == '(I called search with {"query": "q"}.)'
     assert out[-1].text.endswith(
-        "Tools are no longer available: answer the user now in plain text."
+        "Now answer the user's request in plain text, using the results above."
     )
 
 

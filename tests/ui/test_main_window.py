@@ -77,7 +77,7 @@ def test_a_tool_card_shows_arguments_result_and_the_image(
     card: ToolCard = window.chat.cards["chart1"]
     qtbot.waitUntil(lambda: card.state == "done", timeout=10000)
     assert card.name == "create_chart"
-    assert json.loads(card.arguments_label.text())["labels"] == ["Jan", "Feb"]
+    assert card.arguments_label.text() == 'type: "bar"\ntitle: "Sales"\nlabels: ["Jan", "Feb"]\nvalues: [3, 5]'
     assert "Created a bar chart titled 'Sales'" in card.result_label.text()
     thumbs = card.findChildren(ImageThumb)
     assert len(thumbs) == 1 and not thumbs[0].pixmap().isNull()

@@ -7,7 +7,7 @@ track produced the calls (native, or emulated in the prompt) is invisible to the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -106,7 +106,7 @@ class Provider(Protocol):
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]: ...
+    ) -> AsyncGenerator[ProviderEvent, None]: ...
 
 
 def checked_call(name: str, arguments: Any, call_id: str | None = None) -> ToolCall | BrokenCall:

@@ -17,7 +17,8 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 
@@ -95,11 +96,12 @@ class KoboldCppProvider:
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         if tools:
             limited = replace(options, max_tokens=options.max_tokens or DEFAULT_MAX_LENGTH)
-            async for event in self.openai.stream(messages, tools, limited):
-                yield event
+            async with aclosing(self.openai.stream(messages, tools, limited)) as stream:
+                async for event in stream:
+                    yield event
             return
         body = await self.generate_body(messages, options)
         async with plain_failures(self.name, self.base_url):
@@ -115,8 +117,9 @@ class KoboldCppProvider:
                         await source.response.aread()
                         raise ProviderError(self._http_error(status, source.response.content))
                     try:
-                        async for event in self._tokens(source.aiter_sse()):
-                            yield event
+                        async with aclosing(self._tokens(source.aiter_sse())) as stream:
+                            async for event in stream:
+                                yield event
                     except asyncio.CancelledError:
                         await self.abort(body["genkey"])
                         raise
@@ -125,23 +128,26 @@ class KoboldCppProvider:
                         raise ProviderError(message) from None
                     return
 
-    async def _tokens(self, events: AsyncIterator[Any]) -> AsyncIterator[ProviderEvent]:
+    async def _tokens(
+        self, events: AsyncGenerator[Any, None]
+    ) -> AsyncGenerator[ProviderEvent, None]:
         text: list[str] = []
         finish_reason: str | None = None
-        async for sse in events:
-            if not sse.data:
-                continue
-            try:
-                data = json.loads(sse.data)
-            except ValueError:
-                message = f"{self.label} sent data that is not JSON: {sse.data[:200]}"
-                raise ProviderError(message) from None
-            token = data.get("token") or ""
-            if token:
-                text.append(token)
-                yield TextChunk(token)
-            if data.get("finish_reason"):
-                finish_reason = data["finish_reason"]
+        async with aclosing(events) as stream:
+            async for sse in stream:
+                if not sse.data:
+                    continue
+                try:
+                    data = json.loads(sse.data)
+                except ValueError:
+                    message = f"{self.label} sent data that is not JSON: {sse.data[:200]}"
+                    raise ProviderError(message) from None
+                token = data.get("token") or ""
+                if token:
+                    text.append(token)
+                    yield TextChunk(token)
+                if data.get("finish_reason"):
+                    finish_reason = data["finish_reason"]
         if finish_reason is None:
             raise ProviderError(f"{self.label} stopped mid-answer (the stream ended early).")
         whole = "".join(text)

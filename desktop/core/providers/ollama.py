@@ -9,8 +9,9 @@ from the front, and the tool definitions and system prompt are the first to go.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from typing import Any, cast
 
 import httpx
 
@@ -27,6 +28,7 @@ from desktop.core.providers.base import (
     ThinkingChunk,
     UsageReport,
     checked_call,
+    split_calls,
 )
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
@@ -59,6 +61,23 @@ def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 wire["tool_call_id"] = message.tool_call_id
         out.append(wire)
     return out
+
+
+def _calls(wire_calls: list[dict[str, Any]]) -> list[ToolCall | BrokenCall]:
+    """Native calls come whole, arguments as an object (a string from older builds)."""
+    found: list[ToolCall | BrokenCall] = []
+    for call in wire_calls:
+        function = call.get("function") or {}
+        name = str(function.get("name", ""))
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                found.append(BrokenCall(name, arguments, "Its arguments were not valid JSON."))
+                continue
+        found.append(checked_call(name, arguments, call.get("id")))
+    return found
 
 
 def estimate_tokens(body: dict[str, Any]) -> int:
@@ -124,7 +143,7 @@ class OllamaProvider:
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         body = self.request_body(messages, tools, options)
         warned = False
         if estimate_tokens(body) >= CONTEXT_WARNING_SHARE * self.num_ctx:
@@ -139,48 +158,36 @@ class OllamaProvider:
                 raise ProviderError(self._http_error(response.status_code, response.content))
             text: list[str] = []
             found: list[ToolCall | BrokenCall] = []
-            async for line in response.aiter_lines():
-                if not line.strip():
-                    continue
-                try:
-                    chunk = json.loads(line)
-                except ValueError:
-                    raise ProviderError(
-                        f"{self.label} sent a line that is not JSON: {line[:200]}"
-                    ) from None
-                if "error" in chunk:
-                    raise ProviderError(f"{self.label} failed mid-answer: {chunk['error']}")
-                message = chunk.get("message") or {}
-                if message.get("thinking"):
-                    yield ThinkingChunk(message["thinking"])
-                if message.get("content"):
-                    text.append(message["content"])
-                    yield TextChunk(message["content"])
-                for call in message.get("tool_calls") or []:
-                    function = call.get("function") or {}
-                    arguments = function.get("arguments")
-                    if isinstance(arguments, str):  # older builds sent a string
-                        try:
-                            arguments = json.loads(arguments)
-                        except ValueError:
-                            reason = "Its arguments were not valid JSON."
-                            found.append(BrokenCall(function.get("name", ""), arguments, reason))
-                            continue
-                    found.append(checked_call(function.get("name", ""), arguments, call.get("id")))
-                if chunk.get("done"):
-                    prompt_tokens = int(chunk.get("prompt_eval_count") or 0)
-                    yield UsageReport(prompt_tokens, int(chunk.get("eval_count") or 0))
-                    if not warned and prompt_tokens >= CONTEXT_WARNING_SHARE * self.num_ctx:
-                        yield Notice(self._context_warning(prompt_tokens))
-                    whole = "".join(text)
-                    yield Reply(
-                        whole,
-                        [c for c in found if isinstance(c, ToolCall)],
-                        [c for c in found if isinstance(c, BrokenCall)],
-                        raw=whole,
-                        finish_reason=chunk.get("done_reason"),
-                    )
-                    return
+            lines = cast(AsyncGenerator[str, None], response.aiter_lines())
+            async with aclosing(lines) as stream:
+                async for line in stream:
+                    if not line.strip():
+                        continue
+                    try:
+                        chunk = json.loads(line)
+                    except ValueError:
+                        raise ProviderError(
+                            f"{self.label} sent a line that is not JSON: {line[:200]}"
+                        ) from None
+                    if "error" in chunk:
+                        raise ProviderError(f"{self.label} failed mid-answer: {chunk['error']}")
+                    message = chunk.get("message") or {}
+                    if message.get("thinking"):
+                        yield ThinkingChunk(message["thinking"])
+                    if message.get("content"):
+                        text.append(message["content"])
+                        yield TextChunk(message["content"])
+                    found.extend(_calls(message.get("tool_calls") or []))
+                    if chunk.get("done"):
+                        prompt_tokens = int(chunk.get("prompt_eval_count") or 0)
+                        yield UsageReport(prompt_tokens, int(chunk.get("eval_count") or 0))
+                        if not warned and prompt_tokens >= CONTEXT_WARNING_SHARE * self.num_ctx:
+                            yield Notice(self._context_warning(prompt_tokens))
+                        whole = "".join(text)
+                        calls, broken = split_calls(found)
+                        reason = chunk.get("done_reason")
+                        yield Reply(whole, calls, broken, raw=whole, finish_reason=reason)
+                        return
             raise ProviderError(f"{self.label} stopped mid-answer (the stream ended early).")
 
     def _context_warning(self, tokens: int) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,7 +175,7 @@ class OpenAICompatProvider:
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         body = self.request_body(messages, tools, options)
         url = f"{self.base_url}/v1/chat/completions"
         async with plain_failures(self.name, self.base_url):
@@ -191,56 +192,59 @@ class OpenAICompatProvider:
                             f"{error_message(source.response.content)}"
                         )
                     try:
-                        async for event in self._events(source):
-                            yield event
+                        async with aclosing(self._events(source)) as stream:
+                            async for event in stream:
+                                yield event
                     except SSEError as exc:
                         raise ProviderError(
                             f"{self.label} did not answer with a stream: {exc}"
                         ) from None
                     return
 
-    async def _events(self, source: EventSource) -> AsyncIterator[ProviderEvent]:
+    async def _events(self, source: EventSource) -> AsyncGenerator[ProviderEvent, None]:
         text: list[str] = []
         fragments: dict[int, _CallFragments] = {}
         finish_reason: str | None = None
         done = False
-        async for sse in source.aiter_sse():
-            if sse.data == "[DONE]":
-                done = True
-                break
-            if not sse.data:
-                continue
-            try:
-                chunk = json.loads(sse.data)
-            except ValueError:
-                raise ProviderError(
-                    f"{self.label} sent a line that is not JSON: {sse.data[:200]}"
-                ) from None
-            if "error" in chunk:
-                message = error_message(sse.data.encode())
-                raise ProviderError(f"{self.label} failed mid-answer: {message}")
-            usage = chunk.get("usage")
-            if isinstance(usage, dict):
-                yield UsageReport(
-                    int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-                )
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                thought = delta.get("reasoning_content") or delta.get("reasoning")
-                if thought:
-                    yield ThinkingChunk(thought)
-                content = delta.get("content")
-                if content:
-                    text.append(content)
-                    yield TextChunk(content)
-                for fragment in delta.get("tool_calls") or []:
-                    slot = fragments.setdefault(int(fragment.get("index", 0)), _CallFragments())
-                    slot.id = fragment.get("id") or slot.id
-                    function = fragment.get("function") or {}
-                    slot.name += function.get("name") or ""
-                    slot.arguments += function.get("arguments") or ""
-                if choice.get("finish_reason"):
-                    finish_reason = choice["finish_reason"]
+        async with aclosing(source.aiter_sse()) as stream:
+            async for sse in stream:
+                if sse.data == "[DONE]":
+                    done = True
+                    break
+                if not sse.data:
+                    continue
+                try:
+                    chunk = json.loads(sse.data)
+                except ValueError:
+                    raise ProviderError(
+                        f"{self.label} sent a line that is not JSON: {sse.data[:200]}"
+                    ) from None
+                if "error" in chunk:
+                    message = error_message(sse.data.encode())
+                    raise ProviderError(f"{self.label} failed mid-answer: {message}")
+                usage = chunk.get("usage")
+                if isinstance(usage, dict):
+                    yield UsageReport(
+                        int(usage.get("prompt_tokens") or 0),
+                        int(usage.get("completion_tokens") or 0),
+                    )
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    if thought:
+                        yield ThinkingChunk(thought)
+                    content = delta.get("content")
+                    if content:
+                        text.append(content)
+                        yield TextChunk(content)
+                    for fragment in delta.get("tool_calls") or []:
+                        slot = fragments.setdefault(int(fragment.get("index", 0)), _CallFragments())
+                        slot.id = fragment.get("id") or slot.id
+                        function = fragment.get("function") or {}
+                        slot.name += function.get("name") or ""
+                        slot.arguments += function.get("arguments") or ""
+                    if choice.get("finish_reason"):
+                        finish_reason = choice["finish_reason"]
         if not done and finish_reason is None:
             raise ProviderError(f"{self.label} stopped mid-answer (the stream ended early).")
         calls, broken = _assemble(fragments)

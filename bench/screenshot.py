@@ -1,0 +1,93 @@
+"""Screenshots of the real app: a real window (run it under Xvfb), the real llama-server
+with the bundled model, and a prompt that makes the model draw a chart.
+
+    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python bench/screenshot.py [--out DIR]
+
+Saves `chat.png` (the window after the answer) and `inspector.png` (with the inspector open).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_API", "pyside6")
+
+PROMPT = "Make a bar chart of our sales: Jan 10, Feb 14, Mar 9, Apr 17."
+
+
+async def wait_for(condition: object, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def shoot(out: Path) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.core.runtime import LlamaServer, ensure_bundled_model
+    from desktop.ui.app import build, resource
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    app.setStyleSheet(resource("styles", "app.qss").read_text(encoding="utf-8"))
+    server = LlamaServer(model=ensure_bundled_model(), threads=2)
+    await server.start()
+    folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
+    (folder / "settings.json").write_text(
+        json.dumps({"backend": "llamacpp", "url": server.base_url, "temperature": 0})
+    )
+    window, controller, session, _ = build(folder)
+    try:
+        window.resize(1280, 820)
+        window.show()
+        controller.reconnect()
+        await wait_for(lambda: session.connection.ok, 60, "the connection")
+        window.composer.setPlainText(PROMPT)
+        window.send()
+        await wait_for(lambda: controller.busy, 10, "the turn to start")
+        await wait_for(lambda: not controller.busy, 300, "the answer")
+        await asyncio.sleep(0.5)
+        out.mkdir(parents=True, exist_ok=True)
+        window.grab().save(str(out / "chat.png"))
+        window.inspector_dock.show()
+        window.resize(1400, 820)
+        await asyncio.sleep(0.5)
+        tree = window.inspector.tree
+        if tree.topLevelItemCount():
+            first = tree.topLevelItem(0)
+            for index in range(first.childCount()):
+                if first.child(index).text(0) == "← raw output":
+                    tree.setCurrentItem(first.child(index))
+        await asyncio.sleep(0.3)
+        window.grab().save(str(out / "inspector.png"))
+        print(f"saved {out / 'chat.png'} and {out / 'inspector.png'}")
+    finally:
+        await controller.shutdown()
+        await session.close()
+        server.stop()
+        window.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
+    args = parser.parse_args()
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    QApplication(sys.argv[:1])
+    qasync.run(shoot(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
