@@ -81,11 +81,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
     args = parser.parse_args()
-    import qasync
     from PySide6.QtWidgets import QApplication
 
-    QApplication(sys.argv[:1])
-    qasync.run(shoot(args.out))
+    from desktop.ui.app import run_on_qt
+
+    run_on_qt(QApplication(sys.argv[:1]), shoot(args.out))
     return 0
 
 

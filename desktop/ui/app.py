@@ -6,8 +6,10 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Coroutine
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Any, TypeVar
 
 # qasync picks the first Qt binding it finds unless told: this app is PySide6.
 os.environ.setdefault("QT_API", "pyside6")
@@ -24,6 +26,7 @@ from desktop.core.store import ChatStore
 from desktop.ui.controller import ChatController
 from desktop.ui.main_window import MainWindow
 
+T = TypeVar("T")
 RESOURCES = Path(__file__).resolve().parent.parent.parent / "resources"
 log = logging.getLogger("loomchat")
 
@@ -69,6 +72,33 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
     return window, controller, session, problem
 
 
+def run_on_qt(app: QApplication, main: Coroutine[Any, Any, T]) -> T:
+    """Run `main` on a qasync loop inside Qt's event loop, and return its result.
+
+    qasync does not install asyncio's async-generator hooks (the standard loop does, in
+    `run_forever`); without them an abandoned generator, deep inside httpx's streams, is
+    finalised outside any task and fails. So they are installed here, and the generators
+    are shut down before the loop closes.
+    """
+    import qasync
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    previous_hooks = sys.get_asyncgen_hooks()
+    sys.set_asyncgen_hooks(
+        firstiter=loop._asyncgen_firstiter_hook,
+        finalizer=loop._asyncgen_finalizer_hook,
+    )
+    try:
+        result: T = loop.run_until_complete(main)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        return result
+    finally:
+        sys.set_asyncgen_hooks(*previous_hooks)
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
 def _logging(folder: Path) -> None:
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     handler = RotatingFileHandler(
@@ -79,8 +109,6 @@ def _logging(folder: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import qasync
-
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     assert isinstance(app, QApplication)
     app.setApplicationName("Loomchat")
@@ -103,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         await quitting.wait()
 
     try:
-        qasync.run(run_until_quit())
+        run_on_qt(app, run_until_quit())
     finally:
         # The window closed only once its tasks had ended; stop the built-in server too.
         if session.runtime is not None:

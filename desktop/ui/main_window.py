@@ -217,6 +217,7 @@ class MainWindow(QMainWindow):
         self.inspector_dock.setWidget(self.inspector)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.inspector_dock)
         self.inspector_dock.setVisible(self.session.settings.show_inspector)
+        self.inspector_dock.visibilityChanged.connect(self._refresh_inspector)
 
         # bottom: the status bar
         self.backend_label = QLabel()
@@ -336,11 +337,10 @@ class MainWindow(QMainWindow):
                 self.first_run.reason.setText(connection.message)
                 self.pages.setCurrentWidget(self.first_run)
 
-    def _refresh_inspector(self) -> None:
-        if self.conversation_id is not None:
-            traces = self.session.traces.get(self.conversation_id, [])
-            if traces is not self.inspector.traces or self.inspector_dock.isVisible():
-                self.inspector.set_traces(traces)
+    def _refresh_inspector(self, *_args: object) -> None:
+        """Rebuild the inspector's tree, only while it is shown (it is not free)."""
+        if self.conversation_id is not None and self.inspector_dock.isVisible():
+            self.inspector.set_traces(self.session.traces.get(self.conversation_id, []))
 
     # --- conversations ----------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,6 +30,10 @@ def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
     executor = qasync.QThreadExecutor(2)  # ours, so that teardown can join its threads
     loop.set_default_executor(executor)
     asyncio.set_event_loop(loop)
+    previous_hooks = sys.get_asyncgen_hooks()  # as desktop.ui.app.run_on_qt does
+    sys.set_asyncgen_hooks(
+        firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook
+    )
     errors: list[dict[str, object]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     yield loop
@@ -37,6 +42,7 @@ def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
     for _ in range(5):
         qapp.processEvents()
     executor.shutdown(wait=True)
+    sys.set_asyncgen_hooks(*previous_hooks)
     asyncio.events._set_running_loop(None)
     asyncio.set_event_loop(None)
     assert not errors, errors

@@ -77,7 +77,10 @@ def test_a_tool_card_shows_arguments_result_and_the_image(
     card: ToolCard = window.chat.cards["chart1"]
     qtbot.waitUntil(lambda: card.state == "done", timeout=10000)
     assert card.name == "create_chart"
-    assert card.arguments_label.text() == 'type: "bar"\ntitle: "Sales"\nlabels: ["Jan", "Feb"]\nvalues: [3, 5]'
+    assert (
+        card.arguments_label.text()
+        == 'type: "bar"\ntitle: "Sales"\nlabels: ["Jan", "Feb"]\nvalues: [3, 5]'
+    )
     assert "Created a bar chart titled 'Sales'" in card.result_label.text()
     thumbs = card.findChildren(ImageThumb)
     assert len(thumbs) == 1 and not thumbs[0].pixmap().isNull()
@@ -345,3 +348,17 @@ def test_first_run_screen_when_no_server(qtbot: Any, make_window: WindowFactory)
     assert window.pages.currentWidget() is window.first_run
     assert window.first_run.reason.text() == "No model server is running."
     assert window.backend_label.text() == "○ No model server is running."
+
+
+def test_the_inspector_catches_up_when_opened_after_the_turn(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    window, _ = make_window([Step(tool_calls=[CHART_CALL]), "Done."], vision=True)
+    window.inspector_dock.hide()
+    type_and_send(qtbot, window, "Chart")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=10000
+    )
+    window.inspector_dock.show()
+    qtbot.waitUntil(lambda: window.inspector.tree.topLevelItemCount() == 3, timeout=5000)
+    assert window.inspector.turn_picker.currentText() == "Turn 1 · emulated · 2 step(s)"
