@@ -123,11 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     if problem:
         QMessageBox.warning(window, "Settings", problem)
-    controller.reconnect()
 
     async def run_until_quit() -> None:
         quitting = asyncio.Event()
         app.aboutToQuit.connect(quitting.set)
+        controller.reconnect()  # needs the running loop: the first thing it does
         await quitting.wait()
 
     try:

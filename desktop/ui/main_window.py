@@ -90,7 +90,8 @@ class FirstRunPanel(QWidget):
         )
         explain.setWordWrap(True)
         explain.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        explain.setMaximumWidth(560)
+        explain.setFixedWidth(560)
+        explain.setMinimumHeight(explain.heightForWidth(560) + 8)  # rich text under-reports
         layout.addWidget(explain, alignment=Qt.AlignmentFlag.AlignHCenter)
         buttons = QHBoxLayout()
         buttons.addStretch()
