@@ -108,6 +108,31 @@ def _logging(folder: Path) -> None:
     logging.basicConfig(level=logging.INFO, handlers=[handler])
 
 
+async def _report_startup(app: QApplication) -> None:
+    """For bench/gui.py: how long from launch to the window shown, and memory once idle."""
+    import json
+    import resource as rusage
+    import time
+
+    await asyncio.sleep(0)  # let the first paint happen
+    shown_ms = (time.time_ns() - int(os.environ["LOOMCHAT_BENCH_STARTUP"])) / 1e6
+    await asyncio.sleep(3)  # settle: connection attempt done, nothing running
+    rss_kb = int(
+        next(
+            line.split()[1]
+            for line in Path("/proc/self/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+    )
+    peak_kb = rusage.getrusage(rusage.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {"shown_ms": shown_ms, "idle_rss_mb": rss_kb / 1024, "peak_rss_mb": peak_kb / 1024}
+        )
+    )
+    app.quit()
+
+
 def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     assert isinstance(app, QApplication)
@@ -128,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         quitting = asyncio.Event()
         app.aboutToQuit.connect(quitting.set)
         controller.reconnect()  # needs the running loop: the first thing it does
+        if os.environ.get("LOOMCHAT_BENCH_STARTUP"):
+            await _report_startup(app)
         await quitting.wait()
 
     try:

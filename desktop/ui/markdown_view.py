@@ -20,23 +20,47 @@ from PySide6.QtWidgets import (
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)(?:^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 
 
+# Prose is cut at blank lines into labels of about this size: while an answer streams,
+# only the last label is laid out again, so painting stays cheap however long it grows.
+PROSE_CHUNK_CHARS = 1200
+
+
 def split_markdown(text: str) -> list[tuple[str, str, str]]:
     """(kind, language, content) segments: "prose" or "code", in order."""
     segments: list[tuple[str, str, str]] = []
     cursor = 0
     for match in _FENCE.finditer(text):
         if match.start() > cursor:
-            segments.append(("prose", "", text[cursor : match.start()]))
+            segments.extend(_prose_chunks(text[cursor : match.start()]))
         segments.append(("code", match.group(1), match.group(2).rstrip("\n")))
         cursor = match.end()
     if cursor < len(text):
-        segments.append(("prose", "", text[cursor:]))
+        segments.extend(_prose_chunks(text[cursor:]))
     return [s for s in segments if s[0] == "code" or s[2].strip()]
 
 
+def _prose_chunks(prose: str) -> list[tuple[str, str, str]]:
+    chunks: list[tuple[str, str, str]] = []
+    current = ""
+    for paragraph in prose.strip("\n").split("\n\n"):
+        if current and len(current) + len(paragraph) > PROSE_CHUNK_CHARS:
+            chunks.append(("prose", "", current))
+            current = paragraph
+        else:
+            current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current:
+        chunks.append(("prose", "", current))
+    return chunks
+
+
 class ProseLabel(QLabel):
+    """A rich-text label that remembers its height for a width: Qt asks every label in the
+    chat again on each layout pass, and laying out rich text is not free, so a finished
+    paragraph must not cost anything while the answer below it streams."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._heights: dict[int, int] = {}
         self.setTextFormat(Qt.TextFormat.MarkdownText)
         self.setWordWrap(True)
         self.setOpenExternalLinks(False)  # offline app: links are shown, not followed
@@ -44,6 +68,15 @@ class ProseLabel(QLabel):
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
+
+    def setText(self, text: str) -> None:
+        self._heights.clear()
+        super().setText(text)
+
+    def heightForWidth(self, width: int) -> int:
+        if width not in self._heights:
+            self._heights[width] = super().heightForWidth(width)
+        return self._heights[width]
 
 
 class CodeBlock(QFrame):

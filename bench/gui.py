@@ -1,0 +1,183 @@
+"""The desktop app's speed and memory, against its targets, in one run (offscreen).
+
+    .venv/bin/python bench/gui.py [--runs 5]
+
+1. launch to window shown, and RSS once idle (the real `python -m desktop`, N runs);
+2. the longest GUI event-loop stall while an answer streams at 2,000 tokens/s from a
+   local synthetic server (a 5 ms Qt heartbeat measures the gaps);
+3. opening a 1,000-message conversation (Markdown, code, tool cards with images).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_API", "pyside6")
+
+HERE = Path(__file__).resolve().parent
+
+
+def startup(runs: int) -> tuple[float, float]:
+    shown, rss = [], []
+    for _ in range(runs):
+        folder = tempfile.mkdtemp(prefix="loomchat-bench-")
+        env = {
+            **os.environ,
+            "LOOMCHAT_DATA_DIR": folder,
+            "LOOMCHAT_BENCH_STARTUP": str(time.time_ns()),
+        }
+        out = subprocess.run(
+            [sys.executable, "-m", "desktop"], env=env, capture_output=True, text=True, timeout=60
+        ).stdout
+        report = json.loads(out.strip().splitlines()[-1])
+        shown.append(report["shown_ms"])
+        rss.append(report["idle_rss_mb"])
+    return statistics.median(shown), statistics.median(rss)
+
+
+async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
+    from PySide6.QtCore import QTimer
+
+    from desktop.ui.app import build
+
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, str(HERE / "synthetic_server.py"), "--tokens", str(tokens), "--rate", str(rate),
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert server.stdout is not None
+    port = int((await server.stdout.readline()).split()[1])
+    folder = Path(tempfile.mkdtemp(prefix="loomchat-bench-"))
+    (folder / "settings.json").write_text(
+        json.dumps({"backend": "openai", "url": f"http://127.0.0.1:{port}"})
+    )
+    window, controller, session, _ = build(folder)
+    window.show()
+    await session.connect()
+    gaps: list[float] = []
+    last = time.perf_counter()
+
+    def beat() -> None:
+        nonlocal last
+        now = time.perf_counter()
+        gaps.append((now - last) * 1000)
+        last = now
+
+    heart = QTimer()
+    heart.setInterval(5)
+    heart.timeout.connect(beat)
+    window.composer.setPlainText("Tell me a long story.")
+    started = time.perf_counter()
+    window.send()
+    heart.start()
+    while not controller.busy:
+        await asyncio.sleep(0.001)
+    while controller.busy:
+        await asyncio.sleep(0.01)
+    elapsed = time.perf_counter() - started
+    heart.stop()
+    heart.deleteLater()
+    shown = len(window.chat.bubbles()[-1].body.text.split())
+    await controller.shutdown()
+    await session.close()
+    window.close()
+    server.terminate()
+    await server.wait()
+    gaps.sort()
+    return {
+        "max_stall_ms": gaps[-1] - 5,
+        "p99_stall_ms": gaps[int(len(gaps) * 0.99)] - 5,
+        "tokens_per_s": tokens / elapsed,
+        "words_shown": shown,
+    }
+
+
+def open_long_conversation(messages: int) -> float:
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.core.builtins.charts import render_chart
+    from desktop.core.messages import Image, Message, ToolCall
+    from desktop.ui.app import build
+
+    app = QApplication.instance()
+    folder = Path(tempfile.mkdtemp(prefix="loomchat-bench-"))
+    window, _, session, _ = build(folder)
+    window.show()
+    png = render_chart({"type": "bar", "title": "t", "labels": ["a", "b"], "values": [1, 2]})
+    store = session.store
+    chat = store.create_conversation("Long")
+    answer = ("Here is what I found:\n\n- **first** point\n- `second` point\n\n"
+              "```python\ndef f(x):\n    return x * 2\n```\n\nAnd a closing paragraph. " * 2)  # fmt: skip
+    i = 0
+    while i < messages:
+        if i % 20 == 1:
+            call = ToolCall(
+                f"c{i}", "create_chart", {"type": "bar", "labels": ["a", "b"], "values": [1, 2]}
+            )
+            store.append(chat, Message.assistant("", [call]))
+            meta = {
+                "duration_ms": 40.0,
+                "error": None,
+                "images": [Image(png, "image/png").to_dict()],
+            }
+            store.append(chat, Message.tool(f"c{i}", "create_chart", "Created a chart.", meta=meta))
+            i += 2
+        else:
+            store.append(
+                chat, Message.user(f"Question {i}?") if i % 2 == 0 else Message.assistant(answer)
+            )
+            i += 1
+    window.refresh_conversations()
+    assert app is not None
+    app.processEvents()
+    started = time.perf_counter()
+    window.open_conversation(chat)
+    app.processEvents()  # layout and first paint
+    elapsed = (time.perf_counter() - started) * 1000
+    window.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.ui.app import run_on_qt
+
+    shown_ms, idle_mb = startup(args.runs)
+    app = QApplication(sys.argv[:1])
+    app.setQuitOnLastWindowClosed(False)  # each measure opens and closes its own window
+    open_ms = open_long_conversation(1000)
+    stall = run_on_qt(app, streaming_stall(4000, 2000))
+    rows = [
+        ("launch to window shown (median)", shown_ms, 1000, "ms"),
+        ("idle memory, RSS (median)", idle_mb, 150, "MB"),
+        ("longest GUI stall, 2,000 tokens/s stream", stall["max_stall_ms"], 50, "ms"),
+        ("open a 1,000-message conversation", open_ms, 300, "ms"),
+    ]
+    print(f"{'measure':45} {'result':>10} {'target':>10} {'result/target':>14}")
+    for name, value, target, unit in rows:
+        print(f"{name:45} {value:8.1f} {unit:<3}{target:>7} {unit:<3} {value / target:10.2f}")
+    print(
+        f"(stream: {stall['tokens_per_s']:.0f} tokens/s delivered, "
+        f"p99 stall {stall['p99_stall_ms']:.1f} ms, {stall['words_shown']:.0f} words shown; "
+        f"startup: {args.runs} runs)"
+    )
+    sys.stdout.flush()
+    # Qt objects finalised during interpreter shutdown may crash PySide6; all is printed.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
