@@ -50,10 +50,13 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
 
     from desktop.ui.app import build
 
+    arguments = ["--tokens", str(tokens), "--rate", str(rate)]
     server = await asyncio.create_subprocess_exec(
-        sys.executable, str(HERE / "synthetic_server.py"), "--tokens", str(tokens), "--rate", str(rate),
+        sys.executable,
+        str(HERE / "synthetic_server.py"),
+        *arguments,
         stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     assert server.stdout is not None
     port = int((await server.stdout.readline()).split()[1])
     folder = Path(tempfile.mkdtemp(prefix="loomchat-bench-"))
@@ -115,8 +118,10 @@ def open_long_conversation(messages: int) -> float:
     png = render_chart({"type": "bar", "title": "t", "labels": ["a", "b"], "values": [1, 2]})
     store = session.store
     chat = store.create_conversation("Long")
-    answer = ("Here is what I found:\n\n- **first** point\n- `second` point\n\n"
-              "```python\ndef f(x):\n    return x * 2\n```\n\nAnd a closing paragraph. " * 2)  # fmt: skip
+    answer = (
+        "Here is what I found:\n\n- **first** point\n- `second` point\n\n"
+        "```python\ndef f(x):\n    return x * 2\n```\n\nAnd a closing paragraph. "
+    ) * 2
     i = 0
     while i < messages:
         if i % 20 == 1:
