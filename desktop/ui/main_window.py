@@ -469,7 +469,11 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(
-            self.session.settings, self.session.all_tools, self.session.secrets, self
+            self.session.settings,
+            self.session.all_tools,
+            self.session.secrets,
+            self,
+            runtime=self.session.runtime,
         )
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return

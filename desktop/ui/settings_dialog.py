@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from desktop.core.backends import BACKENDS, discover, make_provider
 from desktop.core.providers.base import ProviderError
+from desktop.core.runtime import LlamaServer
 from desktop.core.secrets import SecretStore, keychain_available
 from desktop.core.settings import Settings
 from desktop.core.tools import Tool
@@ -60,8 +61,10 @@ class SettingsDialog(QDialog):
         tools: list[Tool],
         secrets: SecretStore,
         parent: QWidget | None = None,
+        runtime: LlamaServer | None = None,
     ) -> None:
         super().__init__(parent)
+        self._runtime = runtime
         self.setWindowTitle("Settings")
         self.setMinimumWidth(560)
         self._original = settings
@@ -202,12 +205,41 @@ class SettingsDialog(QDialog):
         row.addWidget(browse)
         form.addRow("GGUF model file", row)
         note = QLabel(
-            "Choose “Built-in” as the backend to run this model here with llama.cpp; "
-            "Loomchat starts it, restarts it if it crashes, and stops it when you quit."
+            "Loomchat runs this model here with llama.cpp: it starts the server, restarts it "
+            "if it crashes, and stops it when you quit."
         )
         note.setWordWrap(True)
         form.addRow(note)
+        self.runtime_status = QLabel()
+        self.start_runtime = QPushButton("Use it now")
+        self.start_runtime.setToolTip("Switch the backend to the built-in model and start it")
+        self.start_runtime.clicked.connect(self._use_runtime)
+        self.stop_runtime = QPushButton("Stop it")
+        self.stop_runtime.clicked.connect(self._stop_runtime)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.runtime_status, 1)
+        buttons.addWidget(self.start_runtime)
+        buttons.addWidget(self.stop_runtime)
+        form.addRow(buttons)
+        self._show_runtime()
         return page
+
+    def _show_runtime(self) -> None:
+        running = self._runtime is not None and self._runtime.running
+        url = self._runtime.base_url if self._runtime is not None else ""
+        self.runtime_status.setText(f"Running at {url}" if running else "Not running")
+        self.stop_runtime.setEnabled(running)
+
+    def _use_runtime(self) -> None:
+        self.backend.setCurrentIndex(self.backend.findData("builtin"))
+        self.accept()
+
+    def _stop_runtime(self) -> None:
+        if self._runtime is not None:
+            self._runtime.stop()
+        if self.backend.currentData() == "builtin":
+            self.backend.setCurrentIndex(self.backend.findData("auto"))
+        self._show_runtime()
 
     # --- actions ----------------------------------------------------------------------
 

@@ -362,3 +362,15 @@ def test_the_inspector_catches_up_when_opened_after_the_turn(
     window.inspector_dock.show()
     qtbot.waitUntil(lambda: window.inspector.tree.topLevelItemCount() == 3, timeout=5000)
     assert window.inspector.turn_picker.currentText() == "Turn 1 · emulated · 2 step(s)"
+
+
+def test_settings_offer_the_built_in_model(qtbot: Any, make_window: WindowFactory) -> None:
+    from PySide6.QtWidgets import QDialog
+
+    window, _ = make_window([])
+    dialog = SettingsDialog(window.session.settings, window.session.all_tools, window.session.secrets)
+    qtbot.addWidget(dialog)
+    assert dialog.runtime_status.text() == "Not running" and not dialog.stop_runtime.isEnabled()
+    qtbot.mouseClick(dialog.start_runtime, Qt.MouseButton.LeftButton)
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert dialog.settings().backend == "builtin"
