@@ -368,7 +368,9 @@ def test_settings_offer_the_built_in_model(qtbot: Any, make_window: WindowFactor
     from PySide6.QtWidgets import QDialog
 
     window, _ = make_window([])
-    dialog = SettingsDialog(window.session.settings, window.session.all_tools, window.session.secrets)
+    dialog = SettingsDialog(
+        window.session.settings, window.session.all_tools, window.session.secrets
+    )
     qtbot.addWidget(dialog)
     assert dialog.runtime_status.text() == "Not running" and not dialog.stop_runtime.isEnabled()
     qtbot.mouseClick(dialog.start_runtime, Qt.MouseButton.LeftButton)
