@@ -38,7 +38,9 @@ class ToolCallParsed:
     kind: Literal["tool_call"] = "tool_call"
 
 
-RejectionStage = Literal["parse", "validation", "repeat", "cooldown", "limit", "withdrawn"]
+RejectionStage = Literal[
+    "parse", "validation", "repeat", "cooldown", "limit", "withdrawn", "denied"
+]
 
 
 @dataclass(frozen=True)

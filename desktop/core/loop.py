@@ -41,7 +41,7 @@ from desktop.core.providers.base import (
     ThinkingChunk,
     UsageReport,
 )
-from desktop.core.tools import Outcome, Toolbox
+from desktop.core.tools import Approver, Outcome, Toolbox
 
 DEFAULT_MAX_TOOL_CALLS = 10
 
@@ -94,8 +94,13 @@ async def run_turn(
     *,
     settings: LoopSettings | None = None,
     dedupe: Deduplicator | None = None,
+    approver: Approver | None = None,
 ) -> AsyncGenerator[Event, None]:
-    """Run one turn over `conversation` (which ends with the user's message) and extend it."""
+    """Run one turn over `conversation` (which ends with the user's message) and extend it.
+
+    Tools that change things (`needs_approval`) run only if `approver` says yes; without
+    an approver they are declined.
+    """
     settings = settings or LoopSettings()
     dedupe = dedupe or Deduplicator()
     dedupe.new_turn()
@@ -176,6 +181,10 @@ async def run_turn(
                     else:
                         reason, stage = refusal.reason, refusal.kind
                         outcome.duplicate = outcome.duplicate or refusal.kind == "repeat"
+                if reason is None and tool is not None and tool.needs_approval:
+                    approved = approver is not None and await approver(call, tool)
+                    if not approved:
+                        reason, stage = f"The user declined this call to {tool.name}.", "denied"
             if reason is not None:
                 yield ToolRejected(step, call.name, call.arguments, reason, stage, call.id)
                 outcome.results[call.id] = Message.tool(
@@ -280,11 +289,12 @@ async def complete_turn(
     *,
     settings: LoopSettings | None = None,
     dedupe: Deduplicator | None = None,
+    approver: Approver | None = None,
 ) -> list[Event]:
     """The non-streaming form: the same loop, its events collected."""
     return [
         event
         async for event in run_turn(
-            provider, toolbox, conversation, settings=settings, dedupe=dedupe
+            provider, toolbox, conversation, settings=settings, dedupe=dedupe, approver=approver
         )
     ]

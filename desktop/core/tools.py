@@ -17,9 +17,12 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
+from desktop.core.images import ImageError, fit_image
 from desktop.core.messages import Image, ToolCall
 
 DEFAULT_TIMEOUT_S = 60.0
+# A longer result is cut, with a note: it would crowd the model's context out.
+MAX_RESULT_CHARS = 16_000
 # Tools that declare a cooldown without a length get this one (design.md section 3).
 DEFAULT_COOLDOWN_S = 30.0
 
@@ -31,6 +34,8 @@ class ToolOutput:
 
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+# Asked before a tool that needs approval runs: True runs it, False declines it.
+Approver = Callable[["ToolCall", "Tool"], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class Tool:
     cooldown_s: float | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     examples: tuple[Example, ...] = ()
+    needs_approval: bool = False  # it changes something: the user says yes first
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "_-." for c in self.name):
@@ -156,7 +162,20 @@ class Toolbox:
             message = f"{type(exc).__name__}: {exc}"
             return Outcome(f"Error: {message}", [], _ms_since(started), message)
         output = raw if isinstance(raw, ToolOutput) else ToolOutput(raw)
-        return Outcome(render_content(output.content), list(output.images), _ms_since(started))
+        content = limit_content(render_content(output.content))
+        images: list[Image] = []
+        for image in output.images:
+            try:
+                images.append(fit_image(image.data))
+            except ImageError as exc:
+                content += f"\n[An image was left out: {exc}.]"
+        return Outcome(content, images, _ms_since(started))
+
+
+def limit_content(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[Truncated: {len(text) - limit} more characters not shown.]"
 
 
 def _ms_since(started: float) -> float:

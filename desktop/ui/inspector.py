@@ -31,6 +31,7 @@ VERDICTS = {
     "cooldown": "refused by dedupe: tool on cooldown",
     "limit": "refused: the turn's tool-call limit was spent",
     "withdrawn": "refused: tools had been withdrawn",
+    "denied": "declined by the user",
 }
 
 

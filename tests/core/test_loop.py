@@ -25,9 +25,7 @@ from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import BrokenCall, Capabilities, Provider
 from desktop.core.tools import Tool, Toolbox, ToolOutput
 from tests.fakes import Request, ScriptedProvider, Step
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
-JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 8
+from tests.images import JPEG, PNG
 
 
 class Recorder:
@@ -615,3 +613,68 @@ async def test_a_cooldown_refusal_keeps_the_tools_offered() -> None:
     await turn(provider, [tickets.tool, search.tool], dedupe=Deduplicator())
     assert provider.requests[1].tools == ["tickets", "search"]
     assert search.calls == [{"q": "x"}]
+
+
+async def test_a_tool_that_changes_things_runs_only_when_approved() -> None:
+    """Edge case 38: a denial reaches the model as the tool result; it can go on."""
+    writer = Recorder("write_note", answer="written", needs_approval=True)
+    asked: list[str] = []
+
+    async def deny(call: ToolCall, tool: Tool) -> bool:
+        asked.append(f"{tool.name}:{call.arguments['q']}")
+        return False
+
+    provider = ScriptedProvider([native("write_note", q="x"), "I did not write it."])
+    events, _conversation = await turn(provider, [writer.tool], approver=deny)
+    assert asked == ["write_note:x"] and writer.calls == []
+    rejected = next(e for e in events if isinstance(e, ToolRejected))
+    assert (rejected.stage, rejected.reason) == (
+        "denied",
+        "The user declined this call to write_note.",
+    )
+    assert provider.requests[1].messages[-1].text == rejected.reason
+
+    async def allow(call: ToolCall, tool: Tool) -> bool:
+        return True
+
+    provider = ScriptedProvider([native("write_note", q="y"), "Written."])
+    await turn(provider, [writer.tool], approver=allow)
+    assert writer.calls == [{"q": "y"}]
+
+    provider = ScriptedProvider([native("write_note", q="z"), "ok"])
+    events, _ = await turn(provider, [writer.tool])  # no one to ask: declined
+    assert writer.calls == [{"q": "y"}]
+
+
+async def test_stop_while_waiting_for_approval_runs_nothing() -> None:
+    """Edge case 20: a pending approval resolves as aborted."""
+    writer = Recorder("write_note", needs_approval=True)
+    waiting = asyncio.Event()
+
+    async def slow_user(call: ToolCall, tool: Tool) -> bool:
+        waiting.set()
+        await asyncio.sleep(60)
+        return True
+
+    provider = ScriptedProvider([native("write_note", q="x")])
+    conversation = [Message.user("q")]
+
+    async def consume() -> None:
+        async for _ in run_turn(provider, Toolbox([writer.tool]), conversation, approver=slow_user):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(waiting.wait(), 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert writer.calls == [] and conversation == [Message.user("q")]
+
+
+async def test_long_results_are_truncated_with_a_note() -> None:
+    talker = Recorder(answer="x" * 20_000)
+    provider = ScriptedProvider([native("search", q="x"), "ok"])
+    events, _ = await turn(provider, [talker.tool])
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert result.content.startswith("x" * 16_000)
+    assert result.content.endswith("[Truncated: 4000 more characters not shown.]")

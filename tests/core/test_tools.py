@@ -5,8 +5,7 @@ import pytest
 
 from desktop.core.messages import Image, ToolCall
 from desktop.core.tools import Tool, Toolbox, ToolOutput, render_content
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+from tests.images import PNG
 
 WEATHER_SCHEMA = {
     "type": "object",

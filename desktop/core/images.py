@@ -1,0 +1,48 @@
+"""Images for models: converted to PNG or JPEG (what every vision API takes) and kept to a
+sane size, so a 12-megapixel photo does not become a 20 MB request."""
+
+from __future__ import annotations
+
+import io
+
+from desktop.core.messages import Image
+
+MAX_SIDE = 1568  # px; vision models downscale beyond this anyway
+MAX_BYTES = 4 * 1024 * 1024
+
+
+class ImageError(ValueError):
+    pass
+
+
+def fit_image(data: bytes, max_side: int = MAX_SIDE, max_bytes: int = MAX_BYTES) -> Image:
+    """PNG or JPEG bytes within the limits; other formats (BMP, GIF, WebP, TIFF) converted.
+
+    Raises `ImageError` for data that is not an image Pillow can read (SVG, for one)."""
+    from PIL import Image as Pillow
+    from PIL import UnidentifiedImageError
+
+    try:
+        picture = Pillow.open(io.BytesIO(data))
+        picture.load()
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ImageError(f"not an image that can be shown to a model ({exc})") from None
+    fits = max(picture.size) <= max_side and len(data) <= max_bytes
+    if fits and picture.format in ("PNG", "JPEG"):
+        return Image(data, "image/png" if picture.format == "PNG" else "image/jpeg")
+    if max(picture.size) > max_side:
+        picture.thumbnail((max_side, max_side))
+    has_alpha = (
+        picture.mode in ("RGBA", "LA", "P") and "transparency" in picture.info
+    ) or picture.mode in ("RGBA", "LA")
+    out = io.BytesIO()
+    if has_alpha or picture.format in ("PNG", "GIF", "BMP"):
+        picture.save(out, "PNG", optimize=True)
+        mime = "image/png"
+        if out.tell() <= max_bytes:
+            return Image(out.getvalue(), mime)
+        out = io.BytesIO()
+    picture.convert("RGB").save(out, "JPEG", quality=85)
+    if out.tell() > max_bytes:
+        raise ImageError(f"the image is larger than {max_bytes // 1024 // 1024} MB even as JPEG")
+    return Image(out.getvalue(), "image/jpeg")
