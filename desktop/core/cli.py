@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from desktop.core.backends import BACKENDS, CapabilityCache, make_provider, prepare
+from desktop.core.builtins import builtin_tools
 from desktop.core.dedupe import Deduplicator
 from desktop.core.events import (
     Event,
@@ -31,9 +32,10 @@ from desktop.core.events import (
     event_to_dict,
 )
 from desktop.core.loop import LoopSettings, parse_max_tool_calls, run_turn
-from desktop.core.messages import Message
+from desktop.core.mcp_tools import McpServers, load_mcp_config
+from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import RequestOptions
-from desktop.core.tools import Tool, Toolbox
+from desktop.core.tools import Approver, Tool, Toolbox
 
 
 def declared_tools(path: Path) -> list[Tool]:
@@ -78,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--track", choices=["auto", "native", "emulated"], default="emulated",
                      help="tool calling: emulated (default), native, or auto")  # fmt: skip
     run.add_argument("--tools-file", type=Path, help="JSON list of function definitions")
+    run.add_argument("--tools", default="", metavar="NAME,...",
+                     help="built-in and MCP tools to offer, by name, or 'all'")  # fmt: skip
+    run.add_argument("--workspace", type=Path, help="folder the file tools work in")
+    run.add_argument("--mcp-config", type=Path, help='MCP servers, as {"mcpServers": ...}')
+    run.add_argument("--approve", choices=["all", "none", "ask"], default="ask",
+                     help="tools that change things: run all, none, or ask (default)")  # fmt: skip
     run.add_argument("--max-tool-calls", type=_max_tool_calls, default=10, metavar="N")
     run.add_argument("--no-cooldown", action="store_true", help="turn tool cooldowns off")
     run.add_argument("--events", choices=["jsonl"], help="print every event as JSON lines")
@@ -131,8 +139,62 @@ def jsonl_printer(out: TextIO) -> Any:
     return emit
 
 
+def choose_tools(available: list[Tool], wanted: str) -> list[Tool]:
+    """The tools named in `--tools` ("all" for every one); an unknown name is an error."""
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(available)
+    by_name = {t.name: t for t in available}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(
+            f"unknown tool(s): {', '.join(unknown)}; available: {', '.join(by_name) or 'none'}"
+        )
+    return [by_name[n] for n in names]
+
+
+def cli_approver(mode: str, err: TextIO) -> Approver:
+    """`all` runs every call, `none` declines them, `ask` asks on the terminal:
+    yes, always (for this tool, for this run), or no. No terminal: no."""
+    always: set[str] = set()
+
+    async def approve(call: ToolCall, tool: Tool) -> bool:
+        if mode != "ask":
+            return mode == "all"
+        if tool.name in always:
+            return True
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+        err.write(f"\nAllow {tool.name}({arguments})? [y]es, [a]lways, [N]o: ")
+        err.flush()
+        try:
+            answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+        except (OSError, ValueError):
+            answer = ""
+        if answer in ("a", "always"):
+            always.add(tool.name)
+            return True
+        return answer in ("y", "yes")
+
+    return approve
+
+
 async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tools = declared_tools(args.tools_file) if args.tools_file else []
+    servers = McpServers(load_mcp_config(args.mcp_config) if args.mcp_config else [])
+    for problem in await servers.start():
+        err.write(f"warning: {problem}\n")
+    try:
+        if args.tools:
+            available = builtin_tools(args.workspace) + servers.tools
+            tools += choose_tools(available, args.tools)
+        return await _run(args, tools, cli_approver(args.approve, err), out, err)
+    finally:
+        await servers.close()
+
+
+async def _run(
+    args: argparse.Namespace, tools: list[Tool], approver: Approver, out: TextIO, err: TextIO
+) -> int:
     provider = make_provider(
         args.provider, args.url, args.model, api_key=args.api_key, num_ctx=args.num_ctx
     )
@@ -149,7 +211,14 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     status = 1
     try:
         dedupe = Deduplicator(cooldown_enabled=not args.no_cooldown)
-        turn = run_turn(active, Toolbox(tools), conversation, settings=settings, dedupe=dedupe)
+        turn = run_turn(
+            active,
+            Toolbox(tools),
+            conversation,
+            settings=settings,
+            dedupe=dedupe,
+            approver=approver,
+        )
         async with aclosing(turn) as events:
             async for event in events:
                 emit(event)

@@ -183,3 +183,88 @@ async def test_koboldcpp_from_the_cli() -> None:
     assert out == "Hello there.\n"
     generate = next(r for r in server.requests if r.path == "/api/extra/generate/stream").json()
     assert generate["max_length"] == 200
+
+
+def answers_route(*texts: str) -> Any:
+    queue = [content(t) for t in texts]
+
+    def route(request: Received) -> Canned:
+        return Canned(pieces=queue.pop(0))
+
+    return route
+
+
+async def test_builtin_tools_by_name_with_an_image_summary() -> None:
+    chart = '{"name": "create_chart", "arguments": {"type": "pie", "title": "Mix", "labels": ["a", "b"], "values": [1, 3]}}'
+    async with ReplayServer() as server:
+        server.route("POST", PATH, answers_route(chart, "Here it is."))
+        code, out, err = await run_cli(
+            "--provider", "llamacpp", "--url", server.url, "--tools", "calculator,create_chart",
+            "--events", "jsonl", "Chart it",
+        )  # fmt: skip
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    result = next(e for e in events if e["kind"] == "tool_result")
+    assert result["name"] == "create_chart"
+    assert len(result["images"]) == 1 and result["images"][0]["mime"] == "image/png"
+    assert result["images"][0]["size"] > 1000
+    system = next(r for r in server.requests if r.method == "POST").json()["messages"][0]["content"]
+    assert "- calculator:" in system and "- create_chart:" in system and "write_file" not in system
+
+
+async def test_write_file_follows_the_approve_flag(tmp_path: Path) -> None:
+    call = '{"name": "write_file", "arguments": {"path": "note.txt", "content": "hi"}}'
+    for mode, written in (("none", False), ("all", True)):
+        async with ReplayServer() as server:
+            server.route("POST", PATH, answers_route(call, "Done."))
+            code, out, err = await run_cli(
+                "--provider", "llamacpp", "--url", server.url, "--tools", "all",
+                "--workspace", str(tmp_path), "--approve", mode, "--events", "jsonl", "Save hi",
+            )  # fmt: skip
+        assert code == 0, err
+        assert (tmp_path / "note.txt").exists() == written
+        kinds = [json.loads(line)["kind"] for line in out.splitlines()]
+        assert ("tool_rejected" in kinds) == (not written)
+
+
+async def test_approve_ask_reads_the_terminal(tmp_path: Path) -> None:
+    call = '{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}'
+    async with ReplayServer() as server:
+        server.route("POST", PATH, answers_route(call, "Done."))
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "desktop", "run", "--provider", "llamacpp", "--url", server.url,
+            "--tools", "write_file", "--workspace", str(tmp_path), "Save",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _out, err = await asyncio.wait_for(process.communicate(b"y\n"), 60)
+    assert process.returncode == 0
+    assert (
+        'Allow write_file({"path": "a.txt", "content": "x"})? [y]es, [a]lways, [N]o:'
+        in err.decode()
+    )
+    assert (tmp_path / "a.txt").read_text() == "x"
+
+
+async def test_mcp_tools_from_the_cli(tmp_path: Path) -> None:
+    server_script = Path(__file__).resolve().parent.parent / "mcp_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [str(server_script)]},
+                                                 "gone": {"command": "no-such-binary-xyz"}}}))  # fmt: skip
+    call = '{"name": "demo__add", "arguments": {"a": 20, "b": 22}}'
+    async with ReplayServer() as server:
+        server.route("POST", PATH, answers_route(call, "42."))
+        code, out, err = await run_cli(
+            "--provider", "llamacpp", "--url", server.url, "--mcp-config", str(config),
+            "--tools", "demo__add", "--approve", "all", "--events", "jsonl", "Add",
+        )  # fmt: skip
+    assert code == 0, err
+    assert (
+        "warning: MCP server 'gone': the command 'no-such-binary-xyz' was not found on PATH." in err
+    )
+    result = next(json.loads(line) for line in out.splitlines() if '"tool_result"' in line)
+    assert result["content"] == "20 + 22 = 42"
+
+
+async def test_an_unknown_tool_name_is_a_usage_error() -> None:
+    code, _, err = await run_cli("--provider", "openai", "--tools", "calculator,teleport", "hi")
+    assert code == 2 and "unknown tool(s): teleport" in err
