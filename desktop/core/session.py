@@ -16,16 +16,18 @@ from desktop.core.backends import (
     make_provider,
     on_track,
 )
+from desktop.core.builtins import builtin_tools
 from desktop.core.dedupe import Deduplicator
 from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
-from desktop.core.messages import Image, Message
+from desktop.core.mcp_tools import McpConfigError, McpServers, load_mcp_config
+from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, RequestOptions
 from desktop.core.runtime import LlamaServer, RuntimeSetupError, ensure_bundled_model
 from desktop.core.secrets import SecretStore
 from desktop.core.settings import Settings
 from desktop.core.store import ChatStore
-from desktop.core.tools import Tool, Toolbox
+from desktop.core.tools import Approver, Tool, Toolbox
 from desktop.core.trace import TracingProvider, TurnTrace
 
 
@@ -52,14 +54,20 @@ class Session:
         settings: Settings,
         store: ChatStore,
         secrets: SecretStore,
-        tools: Sequence[Tool],
+        tools: Sequence[Tool] | None = None,
         *,
         runtime_log: Path | None = None,
     ) -> None:
+        """`tools` replaces the built-in ones (and the workspace's), for tests."""
         self.settings = settings
         self.store = store
         self.secrets = secrets
-        self.all_tools = list(tools)
+        self._fixed_tools = list(tools) if tools is not None else None
+        self.all_tools: list[Tool] = []
+        self.extra_tools: list[Tool] = []  # tools an embedding app adds to the built-in ones
+        self.mcp = McpServers([])
+        self._mcp_config_started: str | None = None
+        self.mcp_problems: list[str] = []
         self.dedupe = Deduplicator()
         self.cache = CapabilityCache()
         self.runtime: LlamaServer | None = None
@@ -79,6 +87,35 @@ class Session:
         self.settings = settings
         self.dedupe.cooldown_enabled = settings.cooldown_enabled
         self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
+        self._collect_tools()
+
+    def _collect_tools(self) -> None:
+        if self._fixed_tools is not None:
+            self.all_tools = list(self._fixed_tools)
+            return
+        workspace = Path(self.settings.workspace).expanduser() if self.settings.workspace else None
+        if workspace is not None and not workspace.is_dir():
+            workspace = None
+        self.all_tools = builtin_tools(workspace) + self.mcp.tools + self.extra_tools
+
+    async def start_mcp(self) -> list[str]:
+        """(Re)start the MCP servers of the settings; returns what went wrong, per server."""
+        await self.mcp.close()
+        self.mcp = McpServers([])
+        self.mcp_problems = []
+        self._mcp_config_started = self.settings.mcp_config
+        if self.settings.mcp_config:
+            try:
+                self.mcp = McpServers(load_mcp_config(Path(self.settings.mcp_config)))
+            except McpConfigError as exc:
+                self.mcp_problems = [str(exc)]
+            else:
+                self.mcp_problems = await self.mcp.start()
+        self._collect_tools()
+        return self.mcp_problems
+
+    def trusted(self, tool: Tool) -> bool:
+        return self.settings.trusted_tools.get(tool.name, not tool.needs_approval)
 
     def toolbox(self) -> Toolbox:
         return Toolbox(t for t in self.all_tools if self.settings.tool_enabled(t.name))
@@ -95,7 +132,10 @@ class Session:
         )
 
     async def connect(self) -> Connection:
-        """Find or start the backend the settings ask for, probe the model, choose the track."""
+        """Find or start the backend the settings ask for, probe the model, choose the track
+        (and start the MCP servers, the first time or when their configuration changed)."""
+        if self._mcp_config_started != self.settings.mcp_config:
+            await self.start_mcp()
         await self._close_provider()
         try:
             provider = await self._open_backend()
@@ -174,6 +214,7 @@ class Session:
 
     async def close(self) -> None:
         await self._close_provider()
+        await self.mcp.close()
         if self.runtime is not None:
             self.runtime.stop()
 
@@ -191,7 +232,11 @@ class Session:
         self.traces.pop(conversation_id, None)
 
     async def send(
-        self, conversation_id: int, text: str, images: Sequence[Image] = ()
+        self,
+        conversation_id: int,
+        text: str,
+        images: Sequence[Image] = (),
+        approver: Approver | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one turn; every message is stored the moment it is complete."""
         if self._active is None or self._traced is None:
@@ -209,8 +254,19 @@ class Session:
             max_tool_calls=self.settings.max_tool_calls,
             options=RequestOptions(temperature=self.settings.temperature),
         )
+
+        async def approve(call: ToolCall, tool: Tool) -> bool:
+            if self.trusted(tool):
+                return True
+            return approver is not None and await approver(call, tool)
+
         turn = run_turn(
-            self._active, self.toolbox(), conversation, settings=settings, dedupe=self.dedupe
+            self._active,
+            self.toolbox(),
+            conversation,
+            settings=settings,
+            dedupe=self.dedupe,
+            approver=approve,
         )
         async with aclosing(turn) as events:
             async for event in events:

@@ -33,6 +33,9 @@ SCHEMA: dict[str, Any] = {
         "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
         "secrets_in_file": {"type": "boolean"},
         "show_inspector": {"type": "boolean"},
+        "workspace": {"type": "string"},
+        "mcp_config": {"type": "string"},
+        "trusted_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -53,6 +56,9 @@ class Settings:
     temperature: float | None = None
     secrets_in_file: bool = False  # the user opted in to keys in a local file
     show_inspector: bool = False
+    workspace: str = ""  # the folder the file tools may use; empty: no file tools
+    mcp_config: str = ""  # a JSON file of MCP servers ({"mcpServers": ...})
+    trusted_tools: dict[str, bool] = field(default_factory=dict)  # run without asking
 
     def tool_enabled(self, name: str) -> bool:
         return self.tools_enabled.get(name, True)

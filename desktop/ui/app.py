@@ -18,7 +18,6 @@ from PySide6.QtCore import QStandardPaths
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from desktop.core.builtins import builtin_tools
 from desktop.core.secrets import SecretStore
 from desktop.core.session import Session
 from desktop.core.settings import Settings, SettingsError, load_settings
@@ -64,9 +63,7 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
         )
     secrets = SecretStore(file=folder / "secrets.json" if settings.secrets_in_file else None)
     store = ChatStore(folder / "chats.db")
-    session = Session(
-        settings, store, secrets, builtin_tools(), runtime_log=folder / "logs" / "llama-server.log"
-    )
+    session = Session(settings, store, secrets, runtime_log=folder / "logs" / "llama-server.log")
     controller = ChatController(session)
     window = MainWindow(controller, settings_path if problem is None else None)
     return window, controller, session, problem

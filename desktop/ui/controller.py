@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -22,9 +23,23 @@ from desktop.core.events import (
     TurnFinished,
     TurnWarning,
 )
-from desktop.core.messages import Image
+from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Connection, Session
+from desktop.core.tools import Tool
+
+
+@dataclass
+class ApprovalRequest:
+    """A tool call waiting for the user's yes or no; the turn waits on `future`."""
+
+    call: ToolCall
+    tool: Tool
+    future: asyncio.Future[bool]
+
+    def answer(self, allowed: bool) -> None:
+        if not self.future.done():
+            self.future.set_result(allowed)
 
 
 class ChatController(QObject):
@@ -37,6 +52,7 @@ class ChatController(QObject):
     busy_changed(bool): a turn started or ended.
     connection_changed(object): a new `Connection` (status bar, first-run screen).
     speed_measured(float): tokens per second of the last answer.
+    approval_requested(object): an `ApprovalRequest` to show the user.
     """
 
     text_received = Signal(str)
@@ -52,6 +68,7 @@ class ChatController(QObject):
     busy_changed = Signal(bool)
     connection_changed = Signal(object)
     speed_measured = Signal(float)
+    approval_requested = Signal(object)
 
     def __init__(self, session: Session, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -91,7 +108,8 @@ class ChatController(QObject):
     async def _run(self, conversation_id: int, text: str, images: list[Image]) -> None:
         self.busy_changed.emit(True)
         try:
-            async with aclosing(self.session.send(conversation_id, text, images)) as stream:
+            turn = self.session.send(conversation_id, text, images, approver=self._approve)
+            async with aclosing(turn) as stream:
                 async for event in stream:
                     self._emit(event)
         except asyncio.CancelledError:
@@ -103,6 +121,12 @@ class ChatController(QObject):
             if speed:
                 self.speed_measured.emit(speed)
             self.busy_changed.emit(False)
+
+    async def _approve(self, call: ToolCall, tool: Tool) -> bool:
+        """Ask the window; a stopped turn cancels the question along with it."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.approval_requested.emit(ApprovalRequest(call, tool, future))
+        return await future
 
     def _speed(self, conversation_id: int) -> float | None:
         """Tokens per second of the last turn: its completion tokens over the time its model

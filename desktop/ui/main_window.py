@@ -38,7 +38,7 @@ from desktop.core.messages import Image
 from desktop.core.session import Connection
 from desktop.core.settings import Settings, save_settings
 from desktop.ui.chat_view import ChatView
-from desktop.ui.controller import ChatController
+from desktop.ui.controller import ApprovalRequest, ChatController
 from desktop.ui.inspector import InspectorPanel
 from desktop.ui.settings_dialog import SettingsDialog
 
@@ -297,6 +297,7 @@ class MainWindow(QMainWindow):
         c.warned.connect(lambda message: self.chat.show_note(message, "warning"))
         c.busy_changed.connect(self._on_busy)
         c.connection_changed.connect(self._on_connection)
+        c.approval_requested.connect(self._on_approval_requested)
         c.speed_measured.connect(lambda speed: self.speed_label.setText(f"{speed:.1f} tokens/s"))
         for signal in (
             c.tool_called,
@@ -306,6 +307,23 @@ class MainWindow(QMainWindow):
             c.turn_failed,
         ):
             signal.connect(self._refresh_inspector)
+
+    def _on_approval_requested(self, request: ApprovalRequest) -> None:
+        card = self.chat.cards.get(request.call.id)
+        if card is None:
+            request.answer(False)
+            return
+
+        def answered(decision: str) -> None:
+            if decision == "always":
+                trusted = {**self.session.settings.trusted_tools, request.tool.name: True}
+                self.apply_settings(replace(self.session.settings, trusted_tools=trusted))
+            request.answer(decision != "deny")
+
+        card.ask(answered)
+        request.future.add_done_callback(
+            lambda future: card.end_question("stopped") if future.cancelled() else None
+        )
 
     def _on_tool_finished(self, event: ToolResult) -> None:
         self.chat.finish_tool(event)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
@@ -11,6 +12,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -124,6 +126,7 @@ class ToolCard(QFrame):
         self.images_note.hide()
         layout.addWidget(self.images_note)
 
+        self.approval: QWidget | None = None
         self._spin = 0
         self._spinner = QTimer(self)
         self._spinner.setInterval(120)
@@ -141,6 +144,40 @@ class ToolCard(QFrame):
             text = f"{SPINNER[self._spin]} running"
         self.state_label.setText(text)
         self.setProperty("state", self.state)
+
+    def ask(self, on_answer: Callable[[str], None]) -> None:
+        """Show the approval question; `on_answer` gets "once", "always" or "deny"."""
+        self.approval = QWidget()
+        row = QHBoxLayout(self.approval)
+        row.setContentsMargins(0, 4, 0, 0)
+        row.addWidget(QLabel(f"<b>Allow {self.name} to run with these arguments?</b>"))
+        row.addStretch()
+        always = f"Always allow {self.name}"
+        choices = (("Allow once", "once"), (always, "always"), ("Deny", "deny"))
+        for text, decision in choices:
+            button = QPushButton(text)
+            button.setObjectName(f"approve_{decision}")
+            button.clicked.connect(lambda _=False, d=decision: self._answered(d, on_answer))
+            row.addWidget(button)
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(2, self.approval)
+        self._spinner.stop()
+        self.state_label.setText("waiting for you")
+
+    def _answered(self, decision: str, on_answer: Callable[[str], None]) -> None:
+        self.end_question("approved" if decision != "deny" else "denied")
+        if decision != "deny":
+            self._spinner.start()
+        on_answer(decision)
+
+    def end_question(self, outcome: str) -> None:
+        """The question is over: answered, or the turn was stopped."""
+        if self.approval is not None:
+            self.approval.hide()
+            self.approval.deleteLater()
+            self.approval = None
+        self.state_label.setText(outcome)
 
     def finish(
         self, content: str, error: str | None, duration_ms: float, images: list[Image]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,8 @@ def test_the_cooldown_toggle_changes_what_the_loop_rejects(
         create_ticket,
         cooldown_s=30,
     )
-    window.session.all_tools.append(tickets)
+    window.session.extra_tools.append(tickets)
+    window.session.apply_settings(window.session.settings)
     type_and_send(qtbot, window, "Create two tickets")
     qtbot.waitUntil(
         lambda: not window.controller.busy and len(window.chat.cards) == 2, timeout=5000
@@ -376,3 +378,74 @@ def test_settings_offer_the_built_in_model(qtbot: Any, make_window: WindowFactor
     qtbot.mouseClick(dialog.start_runtime, Qt.MouseButton.LeftButton)
     assert dialog.result() == QDialog.DialogCode.Accepted
     assert dialog.settings().backend == "builtin"
+
+
+def test_write_file_asks_in_the_chat_and_always_remembers(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    work = tmp_path / "work"
+    work.mkdir()
+    write = ToolCall("w1", "write_file", {"path": "a.txt", "content": "one"})
+    again = ToolCall("w2", "write_file", {"path": "b.txt", "content": "two"})
+    denied = ToolCall("w3", "write_file", {"path": "c.txt", "content": "three"})
+    window, provider = make_window(
+        [Step(tool_calls=[write]), "Saved.", Step(tool_calls=[again]), "Saved again."]
+    )
+    window.controller.reconnect = lambda: None
+    window.apply_settings(replace(window.session.settings, workspace=str(work)))
+    type_and_send(qtbot, window, "Save one")
+    qtbot.waitUntil(
+        lambda: "w1" in window.chat.cards and window.chat.cards["w1"].approval is not None,
+        timeout=5000,
+    )
+    card = window.chat.cards["w1"]
+    assert card.state_label.text() == "waiting for you"
+    assert not (work / "a.txt").exists()
+    always = card.findChild(QPushButton, "approve_always")
+    qtbot.mouseClick(always, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
+    assert (work / "a.txt").read_text() == "one" and card.state == "done"
+    assert window.session.settings.trusted_tools == {"write_file": True}
+
+    type_and_send(qtbot, window, "Save two")  # trusted now: no question
+    qtbot.waitUntil(lambda: not window.controller.busy and "w2" in window.chat.cards, timeout=5000)
+    assert (work / "b.txt").read_text() == "two" and window.chat.cards["w2"].approval is None
+
+    window.apply_settings(replace(window.session.settings, trusted_tools={}))
+    provider.script[:] = [Step(tool_calls=[denied]), "Not saved."]
+    type_and_send(qtbot, window, "Save three")
+    qtbot.waitUntil(
+        lambda: "w3" in window.chat.cards and window.chat.cards["w3"].approval is not None,
+        timeout=5000,
+    )
+    qtbot.mouseClick(
+        window.chat.cards["w3"].findChild(QPushButton, "approve_deny"), Qt.MouseButton.LeftButton
+    )
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
+    assert not (work / "c.txt").exists()
+    assert window.chat.cards["w3"].state == "rejected"
+    assert "declined" in window.chat.cards["w3"].reason_label.text()
+    assert "The user declined this call to write_file." in provider.requests[-1].messages[-1].text
+
+
+def test_stopping_during_the_question_ends_it(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    window, _ = make_window(
+        [Step(tool_calls=[ToolCall("w1", "write_file", {"path": "a.txt", "content": "x"})])]
+    )
+    window.controller.reconnect = lambda: None
+    window.apply_settings(replace(window.session.settings, workspace=str(work)))
+    type_and_send(qtbot, window, "Save")
+    qtbot.waitUntil(
+        lambda: "w1" in window.chat.cards and window.chat.cards["w1"].approval is not None,
+        timeout=5000,
+    )
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
+    assert window.chat.cards["w1"].state_label.text() == "stopped"
+    assert not (work / "a.txt").exists()
