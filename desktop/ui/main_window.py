@@ -504,7 +504,15 @@ class MainWindow(QMainWindow):
             save_settings(settings, self.settings_path)
         if key_note:
             self.statusBar().showMessage(key_note, 8000)
-        connection_fields = ("backend", "url", "model", "track", "context_size", "runtime_model")
+        connection_fields = (
+            "backend",
+            "url",
+            "model",
+            "track",
+            "context_size",
+            "runtime_model",
+            "mcp_config",
+        )
         if any(getattr(before, f) != getattr(settings, f) for f in connection_fields) or key_note:
             self.controller.reconnect()
 

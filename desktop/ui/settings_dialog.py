@@ -164,8 +164,22 @@ class SettingsDialog(QDialog):
         self.cooldown_enabled.setChecked(settings.cooldown_enabled)
         form.addRow(self.cooldown_enabled)
         layout.addLayout(form)
-        self.tool_table = QTableWidget(len(self._tools), 3)
-        self.tool_table.setHorizontalHeaderLabels(["Tool", "On", "Cooldown"])
+        self.workspace = QLineEdit(settings.workspace)
+        self.workspace.setPlaceholderText("a folder: the file tools work only inside it")
+        self.mcp_config = QLineEdit(settings.mcp_config)
+        self.mcp_config.setPlaceholderText('a JSON file: {"mcpServers": {...}}, as other apps use')
+        for label, field, pick in (
+            ("Workspace folder", self.workspace, self._choose_workspace),
+            ("MCP servers", self.mcp_config, self._choose_mcp_config),
+        ):
+            picker = QHBoxLayout()
+            picker.addWidget(field, 1)
+            browse = QPushButton("Choose…")
+            browse.clicked.connect(pick)
+            picker.addWidget(browse)
+            form.addRow(label, picker)
+        self.tool_table = QTableWidget(len(self._tools), 4)
+        self.tool_table.setHorizontalHeaderLabels(["Tool", "On", "Cooldown", "Runs without asking"])
         self.tool_table.verticalHeader().hide()
         for row, tool in enumerate(self._tools):
             name = QTableWidgetItem(tool.name)
@@ -188,6 +202,15 @@ class SettingsDialog(QDialog):
             else:
                 cooldown.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.tool_table.setItem(row, 2, cooldown)
+            trusted = QTableWidgetItem()
+            if tool.needs_approval:
+                trusted.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+                on = settings.trusted_tools.get(tool.name, False)
+                trusted.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            else:
+                trusted.setText("always (changes nothing)")
+                trusted.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.tool_table.setItem(row, 3, trusted)
         self.tool_table.resizeColumnsToContents()
         self.tool_table.horizontalHeader().setStretchLastSection(True)
         layout.addWidget(self.tool_table)
@@ -252,6 +275,16 @@ class SettingsDialog(QDialog):
             stored = self._secrets.get(kind)
             self.api_key.setText(stored or "")
 
+    def _choose_workspace(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Choose the workspace folder")
+        if path:
+            self.workspace.setText(path)
+
+    def _choose_mcp_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "MCP servers", "", "JSON (*.json)")
+        if path:
+            self.mcp_config.setText(path)
+
     def _choose_model(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
             self, "Choose a GGUF model", "", "GGUF models (*.gguf)"
@@ -304,6 +337,7 @@ class SettingsDialog(QDialog):
     def settings(self) -> Settings:
         tools_enabled = {}
         overrides = {}
+        trusted = {}
         global_cooldown = self.cooldown_enabled.isChecked()
         for row, tool in enumerate(self._tools):
             enabled = _checked(self.tool_table.item(row, 1))
@@ -313,6 +347,8 @@ class SettingsDialog(QDialog):
                 on = _checked(self.tool_table.item(row, 2))
                 if on != global_cooldown:
                     overrides[tool.name] = on
+            if tool.needs_approval and _checked(self.tool_table.item(row, 3)):
+                trusted[tool.name] = True
         temperature = self.temperature.value()
         return replace(
             self._original,
@@ -327,6 +363,9 @@ class SettingsDialog(QDialog):
             cooldown_overrides=overrides,
             tools_enabled=tools_enabled,
             runtime_model=self.runtime_model.text().strip(),
+            workspace=self.workspace.text().strip(),
+            mcp_config=self.mcp_config.text().strip(),
+            trusted_tools=trusted,
             secrets_in_file=self.secrets_in_file.isChecked(),
         )
 

@@ -449,3 +449,30 @@ def test_stopping_during_the_question_ends_it(
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
     assert window.chat.cards["w1"].state_label.text() == "stopped"
     assert not (work / "a.txt").exists()
+
+
+def test_tool_settings_trust_workspace_and_mcp(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    window, _ = make_window([])
+    window.controller.reconnect = lambda: None
+    window.apply_settings(replace(window.session.settings, workspace=str(work)))
+    names = [t.name for t in window.session.all_tools]
+    assert {"list_files", "read_file", "write_file", "show_file", "view_image"} <= set(names)
+    dialog = SettingsDialog(
+        window.session.settings, window.session.all_tools, window.session.secrets
+    )
+    qtbot.addWidget(dialog)
+    row = names.index("write_file")
+    assert dialog.tool_table.item(row, 3).checkState() == Qt.CheckState.Unchecked
+    dialog.tool_table.item(row, 3).setCheckState(Qt.CheckState.Checked)
+    dialog.tool_table.item(names.index("calculator"), 1).setCheckState(Qt.CheckState.Unchecked)
+    dialog.mcp_config.setText(str(tmp_path / "mcp.json"))
+    chosen = dialog.settings()
+    assert chosen.trusted_tools == {"write_file": True}
+    assert chosen.tools_enabled == {"calculator": False}
+    assert chosen.workspace == str(work) and chosen.mcp_config == str(tmp_path / "mcp.json")
+    window.apply_settings(chosen)
+    assert "calculator" not in [t.name for t in window.session.toolbox()]
