@@ -678,3 +678,17 @@ async def test_long_results_are_truncated_with_a_note() -> None:
     result = next(e for e in events if isinstance(e, ToolResult))
     assert result.content.startswith("x" * 16_000)
     assert result.content.endswith("[Truncated: 4000 more characters not shown.]")
+
+
+async def test_create_chart_end_to_end_the_png_goes_back_as_a_user_image() -> None:
+    from desktop.core.builtins.charts import CREATE_CHART
+
+    call = '{"name": "create_chart", "arguments": {"type": "line", "title": "Temp", "labels": ["Mon", "Tue"], "values": [3, 5]}}'
+    provider, inner = emulated(call, "It warms up.", vision=True)
+    events, _ = await turn(provider, [CREATE_CHART])
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert result.error is None and result.images[0].data.startswith(b"\x89PNG")
+    sent = inner.requests[1].messages[-1]
+    assert sent.role == "user"
+    assert [i.data for i in sent.images] == [result.images[0].data]
+    assert events[-1] == TurnFinished(1, "It warms up.")
