@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 
-from desktop.core.providers.base import ProviderError
+from desktop.core.providers.base import Capabilities, ProviderError
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 PROBE_TIMEOUT = httpx.Timeout(3.0)
@@ -53,3 +54,45 @@ async def plain_failures(name: str, base_url: str) -> AsyncIterator[None]:
         raise ProviderError(f"The connection to {label} broke mid-answer ({exc}).") from None
     except httpx.HTTPError as exc:
         raise ProviderError(f"{label}: {exc}") from None
+
+
+class HttpProvider:
+    """What every backend over HTTP has: an address, a model, what the model can do (set
+    by the probe), a client that goes nowhere but the address, and plain error messages."""
+
+    name = "server"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "",
+        *,
+        api_key: str | None = None,
+        capabilities: Capabilities | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.capabilities = capabilities or Capabilities()
+        self.client = make_client(api_key, timeout)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.base_url}"
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def http_error(self, status: int, body: bytes) -> str:
+        return f"{self.label} answered HTTP {status}: {error_message(body)}"
+
+    async def get_json(self, path: str) -> Any:
+        """GET a JSON document for a probe; HTTP errors become `ProviderError`s."""
+        async with plain_failures(self.name, self.base_url):
+            response = await self.client.get(f"{self.base_url}{path}", timeout=PROBE_TIMEOUT)
+        if response.status_code >= 400:
+            message = error_message(response.content)
+            raise ProviderError(
+                f"{self.label} answered HTTP {response.status_code} for {path}: {message}"
+            )
+        return response.json()

@@ -38,8 +38,8 @@ from desktop.core.providers.base import (
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
     PROBE_TIMEOUT,
+    HttpProvider,
     error_message,
-    make_client,
     plain_failures,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
@@ -51,7 +51,7 @@ DEFAULT_MAX_LENGTH = 1024
 BUSY_RETRIES = (0.5, 1.0, 2.0)
 
 
-class KoboldCppProvider:
+class KoboldCppProvider(HttpProvider):
     name = "KoboldCPP"
 
     def __init__(
@@ -64,31 +64,18 @@ class KoboldCppProvider:
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         busy_retries: Sequence[float] = BUSY_RETRIES,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self._capabilities = capabilities or Capabilities()
+        super().__init__(
+            base_url, model, api_key=api_key, capabilities=capabilities, timeout=timeout
+        )
         self.busy_retries = tuple(busy_retries)
-        self.client = make_client(api_key, timeout)
+        # Native tools only: its OpenAI endpoint, where KoboldCPP emulates tools itself.
         self.openai = OpenAICompatProvider(
             self.base_url, model, name=self.name, api_key=api_key, timeout=timeout
         )
         self._template: tuple[str | None, str, str] | None = None
 
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    @capabilities.setter
-    def capabilities(self, value: Capabilities) -> None:
-        self._capabilities = value
-        self.openai.capabilities = value
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} at {self.base_url}"
-
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await super().aclose()
         await self.openai.aclose()
 
     async def stream(
@@ -115,7 +102,7 @@ class KoboldCppProvider:
                         continue
                     if status >= 400:
                         await source.response.aread()
-                        raise ProviderError(self._http_error(status, source.response.content))
+                        raise ProviderError(self.http_error(status, source.response.content))
                     try:
                         async with aclosing(self._tokens(source.aiter_sse())) as stream:
                             async for event in stream:
@@ -190,7 +177,7 @@ class KoboldCppProvider:
         """The model's chat template and special tokens from `/props`, read once."""
         if self._template is None:
             try:
-                props = await self._get_json("/props")
+                props = await self.get_json("/props")
                 self._template = (
                     props.get("chat_template") or None,
                     str(props.get("bos_token") or ""),
@@ -200,28 +187,21 @@ class KoboldCppProvider:
                 self._template = (None, "", "")
         return self._template
 
-    async def _get_json(self, path: str) -> Any:
-        async with plain_failures(self.name, self.base_url):
-            response = await self.client.get(f"{self.base_url}{path}", timeout=PROBE_TIMEOUT)
-        if response.status_code >= 400:
-            raise ProviderError(self._http_error(response.status_code, response.content))
-        return response.json()
-
-    def _http_error(self, status: int, body: bytes) -> str:
+    def http_error(self, status: int, body: bytes) -> str:
         message = error_message(body)
         if status == 401:
             return f"{self.label} needs its password: set the API key in the settings ({message})"
         return f"{self.label} answered HTTP {status}: {message}"
 
     async def list_models(self) -> list[str]:
-        result = str((await self._get_json("/api/v1/model")).get("result", ""))
+        result = str((await self.get_json("/api/v1/model")).get("result", ""))
         return [result.removeprefix("koboldcpp/")] if result else []
 
     async def probe(self) -> Capabilities:
-        version = await self._get_json("/api/extra/version")
+        version = await self.get_json("/api/extra/version")
         context: int | None = None
         with contextlib.suppress(ProviderError):
-            value = (await self._get_json("/api/extra/true_max_context_length")).get("value")
+            value = (await self.get_json("/api/extra/true_max_context_length")).get("value")
             context = int(value) if isinstance(value, int) else None
         # KoboldCPP's tools are its own prompt emulation: ours is better and streams.
         return Capabilities(

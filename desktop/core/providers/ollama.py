@@ -33,8 +33,8 @@ from desktop.core.providers.base import (
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
     PROBE_TIMEOUT,
+    HttpProvider,
     error_message,
-    make_client,
     plain_failures,
 )
 from desktop.core.tools import Tool
@@ -85,7 +85,7 @@ def estimate_tokens(body: dict[str, Any]) -> int:
     return len(json.dumps(body["messages"])) // 4 + len(json.dumps(body.get("tools", []))) // 4
 
 
-class OllamaProvider:
+class OllamaProvider(HttpProvider):
     name = "Ollama"
 
     def __init__(
@@ -97,26 +97,13 @@ class OllamaProvider:
         capabilities: Capabilities | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
+        super().__init__(
+            base_url,
+            model,
+            capabilities=capabilities or Capabilities(context_size=num_ctx),
+            timeout=timeout,
+        )
         self.num_ctx = num_ctx
-        self._capabilities = capabilities or Capabilities(context_size=num_ctx)
-        self.client = make_client(None, timeout)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    @capabilities.setter
-    def capabilities(self, value: Capabilities) -> None:
-        self._capabilities = value
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} at {self.base_url}"
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
     def request_body(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
@@ -155,7 +142,7 @@ class OllamaProvider:
         ):
             if response.status_code >= 400:
                 await response.aread()
-                raise ProviderError(self._http_error(response.status_code, response.content))
+                raise ProviderError(self.http_error(response.status_code, response.content))
             text: list[str] = []
             found: list[ToolCall | BrokenCall] = []
             lines = cast(AsyncGenerator[str, None], response.aiter_lines())
@@ -197,7 +184,7 @@ class OllamaProvider:
             "Raise the context size in the settings."
         )
 
-    def _http_error(self, status: int, body: bytes) -> str:
+    def http_error(self, status: int, body: bytes) -> str:
         message = error_message(body)
         if status == 404 and "not found" in message:
             return (
@@ -212,10 +199,8 @@ class OllamaProvider:
         return f"{self.label} answered HTTP {status}: {message}"
 
     async def list_models(self) -> list[str]:
-        async with plain_failures(self.name, self.base_url):
-            response = await self.client.get(f"{self.base_url}/api/tags", timeout=PROBE_TIMEOUT)
-            response.raise_for_status()
-            return [m["name"] for m in response.json().get("models", []) if "name" in m]
+        listing = await self.get_json("/api/tags")
+        return [m["name"] for m in listing.get("models", []) if "name" in m]
 
     async def probe(self) -> Capabilities:
         """Native tools, vision and context size from `/api/show`."""
@@ -224,7 +209,7 @@ class OllamaProvider:
                 f"{self.base_url}/api/show", json={"model": self.model}, timeout=PROBE_TIMEOUT
             )
             if response.status_code >= 400:
-                raise ProviderError(self._http_error(response.status_code, response.content))
+                raise ProviderError(self.http_error(response.status_code, response.content))
             info = response.json()
         capabilities = info.get("capabilities") or []
         trained = next(

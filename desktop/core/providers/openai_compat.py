@@ -34,9 +34,8 @@ from desktop.core.providers.base import (
 )
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
-    PROBE_TIMEOUT,
+    HttpProvider,
     error_message,
-    make_client,
     plain_failures,
 )
 from desktop.core.tools import Tool
@@ -90,7 +89,7 @@ class _CallFragments:
     arguments: str = ""
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HttpProvider):
     """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
 
     def __init__(
@@ -104,40 +103,13 @@ class OpenAICompatProvider:
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         loading_retries: Sequence[float] = LOADING_RETRIES,
     ) -> None:
-        self.loading_retries = tuple(loading_retries)
-        self.base_url = base_url.rstrip("/")
-        if self.base_url.endswith("/v1"):
-            self.base_url = self.base_url[: -len("/v1")]
-        self.model = model
+        base_url = base_url.rstrip("/")
+        base_url = base_url.removesuffix("/v1")
+        super().__init__(
+            base_url, model, api_key=api_key, capabilities=capabilities, timeout=timeout
+        )
         self.name = name
-        self._capabilities = capabilities or Capabilities()
-        self.client = make_client(api_key, timeout)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    @capabilities.setter
-    def capabilities(self, value: Capabilities) -> None:
-        self._capabilities = value
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} at {self.base_url}"
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
-    async def get_json(self, path: str) -> Any:
-        """GET a JSON document for a probe; HTTP errors become `ProviderError`s."""
-        async with plain_failures(self.name, self.base_url):
-            response = await self.client.get(f"{self.base_url}{path}", timeout=PROBE_TIMEOUT)
-        if response.status_code >= 400:
-            raise ProviderError(
-                f"{self.label} answered HTTP {response.status_code} for {path}: "
-                f"{error_message(response.content)}"
-            )
-        return response.json()
+        self.loading_retries = tuple(loading_retries)
 
     async def list_models(self) -> list[str]:
         data = await self.get_json("/v1/models")
@@ -187,10 +159,7 @@ class OpenAICompatProvider:
                         continue
                     if status >= 400:
                         await source.response.aread()
-                        raise ProviderError(
-                            f"{self.label} answered HTTP {status}: "
-                            f"{error_message(source.response.content)}"
-                        )
+                        raise ProviderError(self.http_error(status, source.response.content))
                     try:
                         async with aclosing(self._events(source)) as stream:
                             async for event in stream:

@@ -1,0 +1,168 @@
+"""Tool-call accuracy on the BFCL development set, through the real llama-server.
+
+    .venv/bin/python bench/accuracy.py [--cases ../shared/data/bfcl-dev/cases.jsonl]
+                                      [--modes emulated,native,native-raw] [--out FILE.md]
+
+One model request per case (the model's first answer), temperature 0, a fixed seed, the
+bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
+- `emulated`: Loomchat's emulated track (tools in the prompt, calls parsed from the text);
+- `native`: the server's own tool calling, plus Loomchat's text fallback (calls written as
+  JSON in the text are found);
+- `native-raw`: the server's tool calling alone (what a plain client gets).
+Scores with the set's own checker; prints and writes a Markdown table per category:
+accuracy, unparseable-output rate, hallucinated-argument rate, prompt tokens, seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from desktop.core.backends import make_provider
+from desktop.core.emulation import EmulatedTools, NativeTools
+from desktop.core.messages import Message
+from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
+from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.tools import Tool
+
+DEFAULT_CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "bfcl-dev" / "cases.jsonl"
+CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
+
+
+def load_checker(cases: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("bfcl_checker", cases.parent / "checker.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def noop(arguments: dict[str, Any]) -> str:
+    return ""
+
+
+def tools_of(case: dict[str, Any]) -> tuple[list[Tool], dict[str, str]]:
+    """The case's functions as tools, names made safe for every API (dots to `_`)."""
+    tools, names = [], {}
+    for function in case["functions"]:
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", function["name"])
+        names[safe] = function["name"]
+        parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
+        tools.append(Tool(safe, function.get("description", ""), parameters, noop))
+    return tools, names
+
+
+async def ask(provider: Provider, case: dict[str, Any], tools: list[Tool]) -> tuple[Reply, int, float]:
+    messages = [Message.user(m["content"]) for m in case["question"]]
+    options = RequestOptions(temperature=0, seed=7, max_tokens=384)
+    reply: Reply | None = None
+    prompt_tokens = 0
+    started = time.perf_counter()
+    async for event in provider.stream(messages, tools, options):
+        if isinstance(event, Reply):
+            reply = event
+        elif isinstance(event, UsageReport):
+            prompt_tokens = event.prompt_tokens
+    assert reply is not None
+    return reply, prompt_tokens, time.perf_counter() - started
+
+
+async def run_mode(mode: str, url: str, cases: list[dict[str, Any]], checker: Any) -> dict[str, Any]:
+    base = make_provider("llamacpp", url)
+    provider: Provider = {
+        "emulated": EmulatedTools(base),
+        "native": NativeTools(base),
+        "native-raw": base,
+    }[mode]
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for case in cases:
+        tools, names = tools_of(case)
+        case_with_names = {**case, "name_map": {**case.get("name_map", {}), **names}}
+        reply, prompt_tokens, seconds = await ask(provider, case, tools)
+        calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
+        ok, reason = checker.check(case_with_names, calls)
+        known = {t.name: set(t.properties) for t in tools}
+        hallucinated = any(
+            set(c.arguments) - known.get(c.name, set()) for c in reply.tool_calls
+        )
+        attempted = '"name"' in (reply.raw or "") or "<tool_call>" in (reply.raw or "")
+        unparseable = bool(reply.broken_calls) or (attempted and not reply.tool_calls)
+        rows[case["category"]].append(
+            {"ok": ok, "reason": reason, "unparseable": unparseable, "hallucinated": hallucinated,
+             "prompt_tokens": prompt_tokens, "seconds": seconds, "id": case["id"]}  # fmt: skip
+        )
+    await base.aclose()
+    return rows
+
+
+def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+    lines = [
+        "| mode | category | accuracy | unparseable | hallucinated args | prompt tokens (median) | s/case (median) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for mode, rows in results.items():
+        everything = [r for c in CATEGORIES for r in rows.get(c, [])]
+        for category in [*CATEGORIES, "all"]:
+            chosen = everything if category == "all" else rows.get(category, [])
+            if not chosen:
+                continue
+            n = len(chosen)
+            right = sum(r["ok"] for r in chosen)
+            lines.append(
+                f"| {mode} | {category} | {right}/{n} ({100 * right / n:.0f}%) "
+                f"| {100 * sum(r['unparseable'] for r in chosen) / n:.0f}% "
+                f"| {100 * sum(r['hallucinated'] for r in chosen) / n:.0f}% "
+                f"| {statistics.median(r['prompt_tokens'] for r in chosen):.0f} "
+                f"| {statistics.median(r['seconds'] for r in chosen):.2f} |"
+            )
+    return "\n".join(lines)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+    parser.add_argument("--modes", default="emulated,native,native-raw")
+    parser.add_argument("--model", type=Path, help="a GGUF file (default: the bundled model)")
+    parser.add_argument("--url", help="an already running llama-server")
+    parser.add_argument("--limit", type=int, help="only the first N cases of each category")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/accuracy.md"))
+    args = parser.parse_args()
+    checker = load_checker(args.cases)
+    cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
+    if args.limit:
+        seen: dict[str, int] = defaultdict(int)
+        cases = [c for c in cases if (seen.__setitem__(c["category"], seen[c["category"]] + 1) or seen[c["category"]]) <= args.limit]
+    server = None
+    url = args.url
+    if not url:
+        server = LlamaServer(model=args.model or ensure_bundled_model(), threads=2, context_size=8192)
+        await server.start()
+        url = server.base_url
+    try:
+        results = {}
+        for mode in args.modes.split(","):
+            started = time.perf_counter()
+            results[mode] = await run_mode(mode, url, cases, checker)
+            print(f"{mode}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    finally:
+        if server:
+            server.stop()
+    text = table(results)
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
+    details = args.out.with_suffix(".json")
+    details.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
