@@ -32,11 +32,14 @@ from desktop.core.thinking import ThinkSplitter, strip_thinking
 from desktop.core.tools import Tool
 
 TOOL_PROMPT_HEAD = """\
-You can use tools. To call a tool, answer with only this JSON and nothing else:
+You can use tools. Use one only if it does exactly what the user asks for.
+To call a tool, answer with only this JSON and nothing else:
 {"name": "<tool name>", "arguments": {"<parameter>": <value>}}
-Fill "arguments" with real values for the user's request, never with the schema. \
+To make several calls at once, answer with a JSON array of such objects.
+Fill "arguments" with real values from the user's request, never with the schema. \
 Give every required parameter, and no parameter that is not listed.
-If no tool fits, or the results above already answer the request, answer in plain text.
+If no tool does what the user asks, or the results above already answer it, do not call \
+a tool: answer in plain text.
 
 Tools:"""
 

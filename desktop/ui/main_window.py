@@ -420,7 +420,7 @@ class MainWindow(QMainWindow):
         height_before = bar.maximum()
         self.chat.prepend_messages([m for _, m in page], more_before=page[0][0] > 0)
         # keep the message the user was looking at in place
-        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - height_before))
+        QTimer.singleShot(0, bar, lambda: bar.setValue(bar.maximum() - height_before))
 
     def rename_conversation(self) -> None:
         if self.conversation_id is None:

@@ -111,7 +111,8 @@ class CodeBlock(QFrame):
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.code.text())
         self.copy_button.setText("Copied")
-        QTimer.singleShot(1500, lambda: self.copy_button.setText("Copy"))
+        # the button as context: no callback if the block is gone by then
+        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText("Copy"))
 
 
 class MarkdownView(QWidget):
