@@ -34,4 +34,9 @@ def fail(message: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":  # streamable HTTP on this port
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

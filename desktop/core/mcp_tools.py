@@ -16,6 +16,7 @@ import base64
 import json
 import re
 import shutil
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,14 +165,24 @@ class McpServer:
 
         config = self.config
         target: Any
-        if config.command:
-            target = StdioServerParameters(
-                command=config.command, args=list(config.args), env=config.env or None
-            )
-        else:
-            target = config.url
         try:
-            async with Client(target, raise_exceptions=True) as client:
+            async with AsyncExitStack() as stack:
+                if config.command:
+                    target = StdioServerParameters(
+                        command=config.command, args=list(config.args), env=config.env or None
+                    )
+                elif config.headers:
+                    # headers (an API key, say) go on the HTTP client the transport uses
+                    import httpx2
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    http = await stack.enter_async_context(
+                        httpx2.AsyncClient(headers=config.headers, timeout=30)
+                    )
+                    target = streamable_http_client(str(config.url), http_client=http)
+                else:
+                    target = config.url
+                client = await stack.enter_async_context(Client(target, raise_exceptions=True))
                 listing = await client.list_tools()
                 self._client = client
                 self.tools = [self._tool(t) for t in listing.tools]

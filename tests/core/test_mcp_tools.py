@@ -121,3 +121,45 @@ def test_config_file_with_http_server(tmp_path: Path) -> None:
         {"X-Key": "k"},
         None,
     )
+
+
+async def test_tools_from_a_streamable_http_server() -> None:
+    import asyncio
+
+    import httpx
+
+    from desktop.core.runtime import free_port
+
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, SERVER, "--http", str(port),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        async with httpx.AsyncClient() as client:
+            for _ in range(100):
+                try:
+                    await client.get(f"http://127.0.0.1:{port}/mcp")
+                    break
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.1)
+        web = {
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "trusted": True,
+            "headers": {"X-Api-Key": "k"},
+        }
+        raw = {"mcpServers": {"web": web}}
+        servers = McpServers(parse_mcp_config(raw))
+        try:
+            assert await servers.start() == []
+            box = Toolbox(servers.tools)
+            assert "web__add" in box.names
+            outcome = await box.run(ToolCall("c", "web__add", {"a": 4, "b": 5}))
+            assert outcome.content == "4 + 5 = 9"
+            drawn = await box.run(ToolCall("d", "web__swatch", {"color": "blue", "size": 4}))
+            assert drawn.images[0].mime == "image/png"
+        finally:
+            await servers.close()
+    finally:
+        process.terminate()
+        await process.wait()
