@@ -139,8 +139,15 @@ def match_json_end(text: str, start: int) -> int | None:
     return None
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
+
+
 def _as_call(value: Any, known: frozenset[str]) -> tuple[str, Any] | None:
+    """(name, arguments) if `value` is shaped like a call. A `name` that is no identifier
+    ("The Godfather") is a small model answering in the call's shape: text, not a call."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return None
+    if value["name"] not in known and not _IDENTIFIER.fullmatch(value["name"]):
         return None
     for key in ("arguments", "parameters"):
         if key in value:

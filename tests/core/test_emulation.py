@@ -388,3 +388,16 @@ async def test_native_without_tools_sends_the_history_as_plain_messages() -> Non
     assert [m.role for m in sent] == ["user", "assistant", "user"]
     assert sent[1].text.startswith("(I called search")
     assert reply.text == "Answer."
+
+
+def test_an_answer_in_the_shape_of_a_call_is_text() -> None:
+    """A small model sometimes answers with {"name": "<the answer>", ...}: no tool has
+    such a name, and no identifier looks like that."""
+    text = '{"name": "The Godfather", "arguments": {"year": 1972}}'
+    assert parse_answer(text, ["movies_search"]).calls == []
+    assert calls('{"name": "calculate_sin", "arguments": {"x": 45}}') == [
+        ("calculate_sin", {"x": 45})
+    ]
+    assert calls('{"name": "math.factorial", "arguments": {"n": 5}}') == [
+        ("math.factorial", {"n": 5})
+    ]
