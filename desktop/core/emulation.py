@@ -139,7 +139,7 @@ def match_json_end(text: str, start: int) -> int | None:
     return None
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # what a Tool name may be
 
 
 def _as_call(value: Any, known: frozenset[str]) -> tuple[str, Any] | None:
