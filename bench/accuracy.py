@@ -61,7 +61,9 @@ def tools_of(case: dict[str, Any]) -> tuple[list[Tool], dict[str, str]]:
     return tools, names
 
 
-async def ask(provider: Provider, case: dict[str, Any], tools: list[Tool]) -> tuple[Reply, int, float]:
+async def ask(
+    provider: Provider, case: dict[str, Any], tools: list[Tool]
+) -> tuple[Reply, int, float]:
     messages = [Message.user(m["content"]) for m in case["question"]]
     options = RequestOptions(temperature=0, seed=7, max_tokens=384)
     reply: Reply | None = None
@@ -76,7 +78,9 @@ async def ask(provider: Provider, case: dict[str, Any], tools: list[Tool]) -> tu
     return reply, prompt_tokens, time.perf_counter() - started
 
 
-async def run_mode(mode: str, url: str, cases: list[dict[str, Any]], checker: Any) -> dict[str, Any]:
+async def run_mode(
+    mode: str, url: str, cases: list[dict[str, Any]], checker: Any
+) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     provider: Provider = {
         "emulated": EmulatedTools(base),
@@ -91,24 +95,20 @@ async def run_mode(mode: str, url: str, cases: list[dict[str, Any]], checker: An
         calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         ok, reason = checker.check(case_with_names, calls)
         known = {t.name: set(t.properties) for t in tools}
-        hallucinated = any(
-            set(c.arguments) - known.get(c.name, set()) for c in reply.tool_calls
-        )
+        hallucinated = any(set(c.arguments) - known.get(c.name, set()) for c in reply.tool_calls)
         attempted = '"name"' in (reply.raw or "") or "<tool_call>" in (reply.raw or "")
         unparseable = bool(reply.broken_calls) or (attempted and not reply.tool_calls)
-        rows[case["category"]].append(
-            {"ok": ok, "reason": reason, "unparseable": unparseable, "hallucinated": hallucinated,
-             "prompt_tokens": prompt_tokens, "seconds": seconds, "id": case["id"]}  # fmt: skip
-        )
+        row = {"id": case["id"], "ok": ok, "reason": reason, "seconds": seconds}
+        row |= {"unparseable": unparseable, "hallucinated": hallucinated}
+        rows[case["category"]].append({**row, "prompt_tokens": prompt_tokens})
     await base.aclose()
     return rows
 
 
 def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
-    lines = [
-        "| mode | category | accuracy | unparseable | hallucinated args | prompt tokens (median) | s/case (median) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    columns = ["mode", "category", "accuracy", "unparseable", "hallucinated args",
+               "prompt tokens (median)", "s/case (median)"]  # fmt: skip
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for mode, rows in results.items():
         everything = [r for c in CATEGORIES for r in rows.get(c, [])]
         for category in [*CATEGORIES, "all"]:
@@ -139,12 +139,15 @@ async def main() -> None:
     checker = load_checker(args.cases)
     cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
     if args.limit:
-        seen: dict[str, int] = defaultdict(int)
-        cases = [c for c in cases if (seen.__setitem__(c["category"], seen[c["category"]] + 1) or seen[c["category"]]) <= args.limit]
+        by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for case in cases:
+            by_category[case["category"]].append(case)
+        cases = [c for category in CATEGORIES for c in by_category[category][: args.limit]]
     server = None
     url = args.url
     if not url:
-        server = LlamaServer(model=args.model or ensure_bundled_model(), threads=2, context_size=8192)
+        model = args.model or ensure_bundled_model()
+        server = LlamaServer(model=model, threads=2, context_size=8192)
         await server.start()
         url = server.base_url
     try:
