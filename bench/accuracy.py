@@ -6,6 +6,8 @@
 One model request per case (the model's first answer), temperature 0, a fixed seed, the
 bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
 - `emulated`: Loomchat's emulated track (tools in the prompt, calls parsed from the text);
+- `constrained`: the emulated track in two phases: once the free answer starts a call, the
+  call is generated again under the server's JSON-Schema-constrained decoding;
 - `native`: the server's own tool calling, plus Loomchat's text fallback (calls written as
   JSON in the text are found);
 - `native-raw`: the server's tool calling alone (what a plain client gets).
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.core.backends import make_provider
-from desktop.core.emulation import EmulatedTools, NativeTools
+from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
 from desktop.core.messages import Message
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
@@ -84,6 +86,7 @@ async def run_mode(
     base = make_provider("llamacpp", url)
     provider: Provider = {
         "emulated": EmulatedTools(base),
+        "constrained": ConstrainedTools(base),
         "native": NativeTools(base),
         "native-raw": base,
     }[mode]
@@ -130,7 +133,7 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
-    parser.add_argument("--modes", default="emulated,native,native-raw")
+    parser.add_argument("--modes", default="emulated,constrained,native,native-raw")
     parser.add_argument("--model", type=Path, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--url", help="an already running llama-server")
     parser.add_argument("--limit", type=int, help="only the first N cases of each category")

@@ -55,6 +55,8 @@ class ScriptedProvider:
     label: str = "scripted model"
     requests: list[Request] = field(default_factory=list)
     cancelled: bool = False
+    constrains_json: bool = False  # pretend the backend has constrained decoding
+    closed_early: int = 0  # streams the consumer stopped reading before the end
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
@@ -69,9 +71,15 @@ class ScriptedProvider:
         step = Step(chunks=[entry]) if isinstance(entry, str) else entry
         for thought in step.thinking:
             yield ThinkingChunk(thought)
-        for chunk in step.chunks:
-            await asyncio.sleep(0)
-            yield TextChunk(chunk)
+        finished = False
+        try:
+            for chunk in step.chunks:
+                await asyncio.sleep(0)
+                yield TextChunk(chunk)
+            finished = True
+        finally:
+            if not finished:
+                self.closed_early += 1
         if step.hang:
             try:
                 await asyncio.Event().wait()

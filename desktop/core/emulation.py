@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from desktop.core.messages import Message, Part, TextPart, ToolCall
@@ -435,3 +435,90 @@ class NativeTools(EmulatedTools):
         history = emulated_history(messages, []) if withdrawn else messages
         source = self.inner.stream(history, tools, options)
         return calls_from_text(source, _known_names(messages, tools))
+
+
+def call_schema(tools: Sequence[Tool]) -> dict[str, Any]:
+    """The JSON Schema of one call (or an array of calls) to these tools: under it, a
+    backend's grammar cannot produce an unknown name, a missing argument or broken JSON."""
+    one = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+            for t in tools
+        ]
+    }
+    return {"anyOf": [one, {"type": "array", "items": one, "minItems": 1}]}
+
+
+class ConstrainedTools(EmulatedTools):
+    """The emulated track in two phases. The model answers freely, and its prose streams;
+    the moment its answer starts a call, that generation is dropped and the call is asked
+    for again under the backend's constrained decoding, built from the tool schemas.
+    Plain answers are never constrained. A backend without constrained decoding gets the
+    tolerant parser of the plain emulated track."""
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        known = _known_names(messages, tools)
+        history = emulated_history(messages, tools)
+        if not tools or not getattr(self.inner, "constrains_json", False):
+            async with aclosing(
+                calls_from_text(self.inner.stream(history, [], options), known)
+            ) as plain:
+                async for event in plain:
+                    yield event
+            return
+        splitter = ThinkSplitter()
+        gate = ProseGate()
+        reply: Reply | None = None
+        async with aclosing(self.inner.stream(history, [], options)) as free:
+            async for event in free:
+                if isinstance(event, TextChunk):
+                    for thinking, text in splitter.feed(event.text):
+                        if thinking:
+                            yield ThinkingChunk(text)
+                        elif released := gate.feed(text):
+                            yield TextChunk(released)
+                    if gate.holding:
+                        break  # a call begins: stop this generation (closing the stream)
+                elif isinstance(event, Reply):
+                    reply = event
+                else:
+                    yield event
+        if not gate.holding:
+            for thinking, text in splitter.flush():
+                if thinking:
+                    yield ThinkingChunk(text)
+                elif released := gate.feed(text):
+                    yield TextChunk(released)
+        if not gate.holding:
+            if reply is not None:  # no call started: a plain answer, all of it shown already
+                yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
+            return
+        prose = gate.buffer[: gate.released]
+        constrained = replace(options, json_schema=call_schema(tools))
+        forced_text: list[str] = []
+        async with aclosing(self.inner.stream(history, [], constrained)) as forced:
+            async for event in forced:
+                if isinstance(event, TextChunk):
+                    forced_text.append(event.text)
+                elif isinstance(event, Reply):
+                    parsed_answer = parse_answer(event.text or "".join(forced_text), known)
+                    found = split_calls(checked_call(n, a) for n, a in parsed_answer.calls)
+                    yield Reply(
+                        prose.rstrip(),
+                        found[0],
+                        [*found[1], *parsed_answer.broken],
+                        raw=f"{gate.buffer}\n[constrained]\n{event.raw or event.text}",
+                        finish_reason=event.finish_reason,
+                    )
+                elif not isinstance(event, ThinkingChunk):
+                    yield event

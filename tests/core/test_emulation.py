@@ -401,3 +401,73 @@ def test_an_answer_in_the_shape_of_a_call_is_text() -> None:
     assert calls('{"name": "math.factorial", "arguments": {"n": 5}}') == [
         ("math.factorial", {"n": 5})
     ]
+
+
+# --- two-phase constrained calls --------------------------------------------------------
+
+
+async def constrained_run(provider: ScriptedProvider, tools: list[Tool]) -> tuple[list[str], Reply]:
+    from desktop.core.emulation import ConstrainedTools
+
+    text, reply = [], None
+    async for event in ConstrainedTools(provider).stream(
+        [Message.user("hi")], tools, RequestOptions(max_tokens=50)
+    ):
+        if isinstance(event, TextChunk):
+            text.append(event.text)
+        elif isinstance(event, Reply):
+            reply = event
+    assert reply is not None
+    return text, reply
+
+
+async def test_a_plain_answer_is_never_constrained() -> None:
+    provider = ScriptedProvider([Step(chunks=["Four", "."])], constrains_json=True)
+    text, reply = await constrained_run(provider, [SEARCH])
+    assert text == ["Four", "."] and reply.text == "Four." and reply.tool_calls == []
+    assert len(provider.requests) == 1 and provider.requests[0].options.json_schema is None
+
+
+async def test_a_call_is_generated_again_under_the_schema() -> None:
+    from desktop.core.emulation import call_schema
+
+    provider = ScriptedProvider(
+        [
+            Step(chunks=["Let me look. ", '{"name": "serch", "argu', "ments"]),  # broken, dropped
+            Step(chunks=['{"name": "search", "arguments": {"query": "rust"}}']),
+        ],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [SEARCH, CLOCK])
+    assert "".join(text) == "Let me look. "
+    assert provider.closed_early == 1  # the free generation was stopped at the call
+    second = provider.requests[1].options
+    assert second.json_schema == call_schema([SEARCH, CLOCK]) and second.max_tokens == 50
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("search", {"query": "rust"})]
+    assert reply.text == "Let me look." and "[constrained]" in reply.raw
+
+
+def test_the_call_schema_admits_only_real_calls() -> None:
+    import jsonschema
+
+    from desktop.core.emulation import call_schema
+
+    schema = call_schema([SEARCH, CLOCK])
+    jsonschema.validate({"name": "search", "arguments": {"query": "x"}}, schema)
+    jsonschema.validate(
+        [
+            {"name": "current_time", "arguments": {}},
+            {"name": "search", "arguments": {"query": "y"}},
+        ],
+        schema,
+    )
+    for bad in ({"name": "serch", "arguments": {"query": "x"}}, {"name": "search", "arguments": {}},
+                {"name": "search"}, {"name": "search", "arguments": {"query": "x"}, "id": 1}):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> None:
+    provider = ScriptedProvider([Step(chunks=['{"name": "search", "arguments": {"query": "q"}}'])])
+    _, reply = await constrained_run(provider, [SEARCH])
+    assert len(provider.requests) == 1 and reply.tool_calls[0].arguments == {"query": "q"}

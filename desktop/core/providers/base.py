@@ -31,6 +31,9 @@ class RequestOptions:
     max_tokens: int | None = None
     # Native track only: "required" makes the backend constrain its answer to a tool call.
     tool_choice: Literal["auto", "required"] | None = None
+    # Constrained decoding: the answer must be JSON matching this schema (the backend's
+    # grammar makes anything else impossible). Only for backends with `constrains_json`.
+    json_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

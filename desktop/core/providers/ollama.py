@@ -87,6 +87,7 @@ def estimate_tokens(body: dict[str, Any]) -> int:
 
 class OllamaProvider(HttpProvider):
     name = "Ollama"
+    constrains_json = True  # `format` takes a JSON Schema
 
     def __init__(
         self,
@@ -123,6 +124,8 @@ class OllamaProvider(HttpProvider):
         }
         if tools:
             body["tools"] = [tool.wire_definition() for tool in tools]
+        if options.json_schema is not None:
+            body["format"] = options.json_schema
         return body
 
     async def stream(

@@ -92,6 +92,8 @@ class _CallFragments:
 class OpenAICompatProvider(HttpProvider):
     """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
 
+    constrains_json = True  # response_format with a JSON Schema (llama.cpp, LM Studio)
+
     def __init__(
         self,
         base_url: str,
@@ -140,6 +142,11 @@ class OpenAICompatProvider(HttpProvider):
             body["seed"] = options.seed
         if options.max_tokens is not None:
             body["max_tokens"] = options.max_tokens
+        if options.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "strict": True, "schema": options.json_schema},
+            }
         return body
 
     async def stream(

@@ -279,3 +279,13 @@ async def test_models_and_capabilities() -> None:
         8192,
     )
     assert server.requests[-1].json() == {"model": "qwen3:4b"}
+
+
+async def test_json_schema_becomes_format() -> None:
+    schema = {"type": "object", "properties": {"name": {"const": "x"}}}
+    async with ReplayServer() as server:
+        server.route(
+            "POST", "/api/chat", Canned(content_type=NDJSON, pieces=ndjson(chunk("{}"), done()))
+        )
+        await collect(OllamaProvider(server.url, "m"), options=RequestOptions(json_schema=schema))
+    assert server.requests[0].json()["format"] == schema

@@ -353,3 +353,15 @@ async def test_proxy_settings_in_the_environment_are_ignored(
         server.route("POST", PATH, Canned(pieces=sse(delta(content="direct"), finish())))
         events = await collect(OpenAICompatProvider(server.url))
     assert text_of(events) == "direct"
+
+
+async def test_json_schema_becomes_response_format() -> None:
+    schema = {"type": "object", "properties": {"name": {"const": "x"}}}
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=sse(delta(content="{}"), finish())))
+        provider = OpenAICompatProvider(server.url)
+        async for _ in provider.stream([Message.user("q")], [], RequestOptions(json_schema=schema)):
+            pass
+    assert server.requests[0].json()["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema},
+    }  # fmt: skip
