@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from desktop.core.emulation import EmulatedTools, NativeTools
+from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, Track
 from desktop.core.providers.http import PROBE_TIMEOUT
 from desktop.core.providers.koboldcpp import KoboldCppProvider
@@ -128,7 +128,9 @@ def on_track(provider: Provider, track: Track) -> tuple[Provider, Literal["nativ
     """
     if track == "native" or (track == "auto" and provider.capabilities.native_tools):
         return NativeTools(provider), "native"
-    return EmulatedTools(provider), "emulated"
+    # Two-phase constrained calls where the backend can constrain its output; the plain
+    # emulated track (tolerant parser) elsewhere.
+    return ConstrainedTools(provider), "emulated"
 
 
 # --- discovery --------------------------------------------------------------------------

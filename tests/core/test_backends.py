@@ -9,7 +9,7 @@ from desktop.core.backends import (
     on_track,
     prepare,
 )
-from desktop.core.emulation import EmulatedTools, NativeTools
+from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.providers.base import Capabilities, ProviderError
 from desktop.core.providers.koboldcpp import KoboldCppProvider
 from desktop.core.providers.llamacpp import LlamaCppProvider
@@ -96,7 +96,7 @@ async def test_track_choice() -> None:
     ]:
         active, chosen, _ = await prepare(provider, track, cache)  # type: ignore[arg-type]
         assert chosen == expected
-        assert type(active) is (EmulatedTools if expected == "emulated" else NativeTools)
+        assert type(active) is (ConstrainedTools if expected == "emulated" else NativeTools)
     assert on_track(plain_model, "emulated")[1] == "emulated"  # type: ignore[arg-type]
 
 

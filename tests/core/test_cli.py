@@ -53,13 +53,7 @@ def tools_file(tmp_path: Path) -> Path:
 
 
 async def test_jsonl_events_for_an_emulated_tool_turn(tools_file: Path) -> None:
-    answers = iter(
-        [content('{"name": "get_weather", "arguments": {"city": "Oslo"}}'), content("Cold.")]
-    )
-
-    def next_answer(request: Received) -> Canned:
-        return Canned(pieces=next(answers))
-
+    next_answer = answers_route('{"name": "get_weather", "arguments": {"city": "Oslo"}}', "Cold.")
     async with ReplayServer() as server:
         server.route("POST", PATH, next_answer)
         code, out, err = await run_cli(
@@ -138,19 +132,19 @@ async def test_ollama_from_the_cli(tools_file: Path) -> None:
 
     end = {"model": "qwen3:4b", "created_at": "2026-11-30T10:00:01Z", "message": {"role": "assistant", "content": ""},
            "done": True, "done_reason": "stop", "prompt_eval_count": 40, "eval_count": 12}  # fmt: skip
-    answers = iter([
-        ndjson(line('{"name": "get_weather", '), line('"arguments": {"city": "Oslo"}}'), end),
-        ndjson(line("Cold "), line("in Oslo."), end),
-    ])  # fmt: skip
+    call = ndjson(line('{"name": "get_weather", '), line('"arguments": {"city": "Oslo"}}'), end)
+    answers = iter([call, ndjson(line("Cold "), line("in Oslo."), end)])
+
+    def chat_answer(request: Received) -> Canned:
+        # the constrained second phase (`format`) writes the call again
+        pieces = call if "format" in request.json() else next(answers)
+        return Canned(content_type="application/x-ndjson", pieces=pieces)
+
     async with ReplayServer() as server:
         server.route(
             "POST", "/api/show", Canned.json({"capabilities": ["completion"], "model_info": {}})
         )
-        server.route(
-            "POST",
-            "/api/chat",
-            lambda r: Canned(content_type="application/x-ndjson", pieces=next(answers)),
-        )
+        server.route("POST", "/api/chat", chat_answer)
         code, out, err = await run_cli(
             "--provider", "ollama", "--url", server.url, "--model", "qwen3:4b",
             "--tools-file", str(tools_file), "--events", "jsonl", "Weather in Oslo?",
@@ -163,6 +157,7 @@ async def test_ollama_from_the_cli(tools_file: Path) -> None:
     assert events[-1]["text"] == "Cold in Oslo."
     chat = [r.json() for r in server.requests if r.path == "/api/chat"]
     assert chat[0]["options"]["num_ctx"] == 8192 and "tools" not in chat[0]
+    assert "format" not in chat[0] and chat[1]["format"]["anyOf"]  # two phases
 
 
 async def test_koboldcpp_from_the_cli() -> None:
@@ -186,10 +181,17 @@ async def test_koboldcpp_from_the_cli() -> None:
 
 
 def answers_route(*texts: str) -> Any:
-    queue = [content(t) for t in texts]
+    """The model's answers in order. A constrained request (the second phase of a call)
+    gets the call it is the second phase of, as a model under the schema would write it."""
+    queue = list(texts)
+    last: list[str] = []
 
     def route(request: Received) -> Canned:
-        return Canned(pieces=queue.pop(0))
+        body = request.json()
+        if "response_format" in body or "format" in body:
+            return Canned(pieces=content(last[-1]))
+        last.append(queue.pop(0))
+        return Canned(pieces=content(last[-1]))
 
     return route
 
