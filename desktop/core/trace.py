@@ -140,6 +140,8 @@ class TracingProvider:
                             "prompt_tokens": event.prompt_tokens,
                             "completion_tokens": event.completion_tokens,
                         }
+                        if event.cached_tokens is not None:
+                            step.usage["cached_tokens"] = event.cached_tokens
                     elif isinstance(event, Reply):
                         step.raw_output = event.raw or event.text
                         step.finish_reason = event.finish_reason

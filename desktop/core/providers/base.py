@@ -52,6 +52,8 @@ class ThinkingChunk:
 class UsageReport:
     prompt_tokens: int
     completion_tokens: int
+    # Prompt tokens the server took from its cache (llama.cpp `timings.cache_n`), if it says.
+    cached_tokens: int | None = None
     kind: Literal["usage"] = "usage"
 
 

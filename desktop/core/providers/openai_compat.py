@@ -200,9 +200,12 @@ class OpenAICompatProvider(HttpProvider):
                     raise ProviderError(f"{self.label} failed mid-answer: {message}")
                 usage = chunk.get("usage")
                 if isinstance(usage, dict):
+                    timings = chunk.get("timings") or {}
+                    cached = timings.get("cache_n")
                     yield UsageReport(
                         int(usage.get("prompt_tokens") or 0),
                         int(usage.get("completion_tokens") or 0),
+                        int(cached) if isinstance(cached, int) else None,
                     )
                 for choice in chunk.get("choices") or []:
                     delta = choice.get("delta") or {}
