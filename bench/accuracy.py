@@ -87,6 +87,7 @@ async def run_mode(
     provider: Provider = {
         "emulated": EmulatedTools(base),
         "constrained": ConstrainedTools(base),
+        "decided": ConstrainedTools(base, decide=True),
         "native": NativeTools(base),
         "native-raw": base,
     }[mode]

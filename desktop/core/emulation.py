@@ -454,12 +454,32 @@ def call_schema(tools: Sequence[Tool]) -> dict[str, Any]:
     return {"anyOf": [one, {"type": "array", "items": one, "minItems": 1}]}
 
 
+DECISION_QUESTION = (
+    "Before you answer: does one of the tools listed above do what I asked? Answer yes or no."
+)
+
+
 class ConstrainedTools(EmulatedTools):
     """The emulated track in two phases. The model answers freely, and its prose streams;
     the moment its answer starts a call, that generation is dropped and the call is asked
     for again under the backend's constrained decoding, built from the tool schemas.
     Plain answers are never constrained. A backend without constrained decoding gets the
     tolerant parser of the plain emulated track."""
+
+    def __init__(self, inner: Provider, *, decide: bool = False) -> None:
+        super().__init__(inner)
+        self.decide = decide
+
+    async def _tool_fits(self, history: list[Message], options: RequestOptions) -> bool:
+        """A constrained yes/no: does a tool fit the request at all?"""
+        question = [*history, Message.user(DECISION_QUESTION)]
+        verdict = replace(options, json_schema={"enum": ["yes", "no"]}, max_tokens=4)
+        text = ""
+        async with aclosing(self.inner.stream(question, [], verdict)) as answer:
+            async for event in answer:
+                if isinstance(event, Reply):
+                    text = event.text
+        return "no" not in text.lower()
 
     async def stream(
         self,
@@ -504,6 +524,15 @@ class ConstrainedTools(EmulatedTools):
                 yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
             return
         prose = gate.buffer[: gate.released]
+        if self.decide and not await self._tool_fits(history, options):
+            # The model reached for a tool that does not fit: answer without tools.
+            plain = self.inner.stream(emulated_history(messages, []), [], options)
+            async with aclosing(calls_from_text(plain, [])) as answer:
+                async for event in answer:
+                    if isinstance(event, Reply):
+                        event = Reply(event.text, [], [], event.raw, event.finish_reason)
+                    yield event
+            return
         constrained = replace(options, json_schema=call_schema(tools))
         forced_text: list[str] = []
         async with aclosing(self.inner.stream(history, [], constrained)) as forced:

@@ -471,3 +471,32 @@ async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> Non
     provider = ScriptedProvider([Step(chunks=['{"name": "search", "arguments": {"query": "q"}}'])])
     _, reply = await constrained_run(provider, [SEARCH])
     assert len(provider.requests) == 1 and reply.tool_calls[0].arguments == {"query": "q"}
+
+
+async def test_the_decision_step_can_turn_a_call_into_a_plain_answer() -> None:
+    from desktop.core.emulation import DECISION_QUESTION, ConstrainedTools
+
+    async def run(script: list[Step]) -> tuple[ScriptedProvider, Reply]:
+        provider = ScriptedProvider(script, constrains_json=True)
+        reply = None
+        async for event in ConstrainedTools(provider, decide=True).stream(
+            [Message.user("hi")], [SEARCH], RequestOptions()
+        ):
+            if isinstance(event, Reply):
+                reply = event
+        assert reply is not None
+        return provider, reply
+
+    declined, reply = await run(
+        [Step(chunks=['{"name": "search"']), Step(chunks=['"no"']), Step(chunks=["Hello!"])]
+    )
+    assert reply.tool_calls == [] and reply.text == "Hello!"
+    assert declined.requests[1].messages[-1].text == DECISION_QUESTION
+    assert declined.requests[1].options.json_schema == {"enum": ["yes", "no"]}
+    assert "You can use tools" not in declined.requests[2].messages[0].text
+
+    accepted, reply = await run([
+        Step(chunks=['{"name": "search"']), Step(chunks=['"yes"']),
+        Step(chunks=['{"name": "search", "arguments": {"query": "q"}}']),
+    ])  # fmt: skip
+    assert reply.tool_calls[0].arguments == {"query": "q"} and len(accepted.requests) == 3
