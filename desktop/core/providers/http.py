@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource, SSEError, aconnect_sse
 
 from desktop.core.providers.base import Capabilities, ProviderError
 
@@ -85,6 +87,30 @@ class HttpProvider:
 
     def http_error(self, status: int, body: bytes) -> str:
         return f"{self.label} answered HTTP {status}: {error_message(body)}"
+
+    @asynccontextmanager
+    async def open_stream(
+        self, path: str, body: dict[str, Any], retries: Sequence[float]
+    ) -> AsyncIterator[EventSource]:
+        """POST `body` and open the SSE answer. A 503 comes before any output (a model still
+        loading, a server busy with another answer), so it is retried after each delay;
+        other HTTP errors raise with the server's own message."""
+        for delay in (*retries, None):
+            async with aconnect_sse(
+                self.client, "POST", f"{self.base_url}{path}", json=body
+            ) as source:
+                status = source.response.status_code
+                if status != 503 or delay is None:
+                    if status >= 400:
+                        await source.response.aread()
+                        raise ProviderError(self.http_error(status, source.response.content))
+                    try:
+                        yield source
+                    except SSEError as exc:
+                        message = f"{self.label} did not answer with a stream: {exc}"
+                        raise ProviderError(message) from None
+                    return
+            await asyncio.sleep(delay)
 
     async def get_json(self, path: str) -> Any:
         """GET a JSON document for a probe; HTTP errors become `ProviderError`s."""

@@ -23,7 +23,6 @@ from dataclasses import replace
 from typing import Any
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
 
 from desktop.core.chat_template import CHATML_STOP, render_prompt
 from desktop.core.messages import Message
@@ -91,29 +90,18 @@ class KoboldCppProvider(HttpProvider):
                     yield event
             return
         body = await self.generate_body(messages, options)
-        async with plain_failures(self.name, self.base_url):
-            for delay in (*self.busy_retries, None):
-                async with aconnect_sse(
-                    self.client, "POST", f"{self.base_url}/api/extra/generate/stream", json=body
-                ) as source:
-                    status = source.response.status_code
-                    if status == 503 and delay is not None:
-                        await asyncio.sleep(delay)
-                        continue
-                    if status >= 400:
-                        await source.response.aread()
-                        raise ProviderError(self.http_error(status, source.response.content))
-                    try:
-                        async with aclosing(self._tokens(source.aiter_sse())) as stream:
-                            async for event in stream:
-                                yield event
-                    except asyncio.CancelledError:
-                        await self.abort(body["genkey"])
-                        raise
-                    except SSEError as exc:
-                        message = f"{self.label} did not answer with a stream: {exc}"
-                        raise ProviderError(message) from None
-                    return
+        path = "/api/extra/generate/stream"
+        async with (
+            plain_failures(self.name, self.base_url),
+            self.open_stream(path, body, self.busy_retries) as source,
+        ):
+            try:
+                async with aclosing(self._tokens(source.aiter_sse())) as stream:
+                    async for event in stream:
+                        yield event
+            except asyncio.CancelledError:
+                await self.abort(body["genkey"])  # it does not always stop when the socket closes
+                raise
 
     async def _tokens(
         self, events: AsyncGenerator[Any, None]

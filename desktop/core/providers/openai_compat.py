@@ -8,7 +8,6 @@ fragments by `index` (name first, arguments over many chunks, ids that may be nu
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, SSEError, aconnect_sse
+from httpx_sse import EventSource
 
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import (
@@ -156,26 +155,13 @@ class OpenAICompatProvider(HttpProvider):
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         body = self.request_body(messages, tools, options)
-        url = f"{self.base_url}/v1/chat/completions"
-        async with plain_failures(self.name, self.base_url):
-            for delay in (*self.loading_retries, None):
-                async with aconnect_sse(self.client, "POST", url, json=body) as source:
-                    status = source.response.status_code
-                    if status == 503 and delay is not None:
-                        await asyncio.sleep(delay)
-                        continue
-                    if status >= 400:
-                        await source.response.aread()
-                        raise ProviderError(self.http_error(status, source.response.content))
-                    try:
-                        async with aclosing(self._events(source)) as stream:
-                            async for event in stream:
-                                yield event
-                    except SSEError as exc:
-                        raise ProviderError(
-                            f"{self.label} did not answer with a stream: {exc}"
-                        ) from None
-                    return
+        async with (
+            plain_failures(self.name, self.base_url),
+            self.open_stream("/v1/chat/completions", body, self.loading_retries) as source,
+            aclosing(self._events(source)) as stream,
+        ):
+            async for event in stream:
+                yield event
 
     async def _events(self, source: EventSource) -> AsyncGenerator[ProviderEvent, None]:
         text: list[str] = []
