@@ -339,6 +339,29 @@ def _joined(first: list[Part], second: list[Part]) -> list[Part]:
     return [*first, *second]
 
 
+class VisibleText:
+    """Streamed text split into thinking (shown as such) and prose let through the gate."""
+
+    def __init__(self) -> None:
+        self.splitter = ThinkSplitter()
+        self.gate = ProseGate()
+
+    def feed(self, text: str) -> list[ProviderEvent]:
+        return self._shown(self.splitter.feed(text))
+
+    def flush(self) -> list[ProviderEvent]:
+        return self._shown(self.splitter.flush())
+
+    def _shown(self, pieces: list[tuple[bool, str]]) -> list[ProviderEvent]:
+        out: list[ProviderEvent] = []
+        for thinking, text in pieces:
+            if thinking:
+                out.append(ThinkingChunk(text))
+            elif released := self.gate.feed(text):
+                out.append(TextChunk(released))
+        return out
+
+
 async def calls_from_text(
     source: AsyncGenerator[ProviderEvent, None], known: Sequence[str]
 ) -> AsyncGenerator[ProviderEvent, None]:
@@ -348,29 +371,19 @@ async def calls_from_text(
     kept as they are; otherwise the text is parsed, so a call written as JSON in the text
     is found either way.
     """
-    splitter = ThinkSplitter()
-    gate = ProseGate()
+    visible = VisibleText()
+    gate = visible.gate
     reply: Reply | None = None
-
-    def shown(pieces: list[tuple[bool, str]]) -> list[ProviderEvent]:
-        out: list[ProviderEvent] = []
-        for thinking, text in pieces:
-            if thinking:
-                out.append(ThinkingChunk(text))
-            elif released := gate.feed(text):
-                out.append(TextChunk(released))
-        return out
-
     async with aclosing(source) as stream:
         async for event in stream:
             if isinstance(event, TextChunk):
-                for piece in shown(splitter.feed(event.text)):
+                for piece in visible.feed(event.text):
                     yield piece
             elif isinstance(event, Reply):
                 reply = event
             else:
                 yield event
-    for piece in shown(splitter.flush()):
+    for piece in visible.flush():
         yield piece
     if reply is None:
         return
@@ -496,17 +509,14 @@ class ConstrainedTools(EmulatedTools):
                 async for event in plain:
                     yield event
             return
-        splitter = ThinkSplitter()
-        gate = ProseGate()
+        visible = VisibleText()
+        gate = visible.gate
         reply: Reply | None = None
         async with aclosing(self.inner.stream(history, [], options)) as free:
             async for event in free:
                 if isinstance(event, TextChunk):
-                    for thinking, text in splitter.feed(event.text):
-                        if thinking:
-                            yield ThinkingChunk(text)
-                        elif released := gate.feed(text):
-                            yield TextChunk(released)
+                    for piece in visible.feed(event.text):
+                        yield piece
                     if gate.holding:
                         break  # a call begins: stop this generation (closing the stream)
                 elif isinstance(event, Reply):
@@ -514,11 +524,8 @@ class ConstrainedTools(EmulatedTools):
                 else:
                     yield event
         if not gate.holding:
-            for thinking, text in splitter.flush():
-                if thinking:
-                    yield ThinkingChunk(text)
-                elif released := gate.feed(text):
-                    yield TextChunk(released)
+            for piece in visible.flush():
+                yield piece
         if not gate.holding:
             if reply is not None:  # no call started: a plain answer, all of it shown already
                 yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
