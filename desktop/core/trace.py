@@ -41,6 +41,7 @@ class StepTrace:
     error: str | None = None
     duration_ms: float | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    phases: list[StepTrace] = field(default_factory=list)  # constrained re-asks of the step
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +54,7 @@ class StepTrace:
             "error": self.error,
             "duration_ms": self.duration_ms,
             "events": self.events,
+            "phases": [p.to_dict() for p in self.phases],
         }
 
 
@@ -114,6 +116,10 @@ class TracingProvider:
     def label(self) -> str:
         return self.inner.label
 
+    @property
+    def constrains_json(self) -> bool:
+        return bool(getattr(self.inner, "constrains_json", False))
+
     def start_turn(self, track: str) -> TurnTrace:
         self.trace = TurnTrace(track=track, provider=self.inner.label)
         return self.trace
@@ -130,7 +136,13 @@ class TracingProvider:
             tools=[t.wire_definition() for t in tools],
             options={k: v for k, v in vars(options).items() if v is not None},
         )
-        self.trace.steps.append(step)
+        if options.json_schema is not None and self.trace.steps:
+            # The constrained phase of the step before (see ConstrainedTools): a sub-request.
+            parent = self.trace.steps[-1]
+            step.step = parent.step
+            parent.phases.append(step)
+        else:
+            self.trace.steps.append(step)
         began = time.perf_counter()
         try:
             async with aclosing(self.inner.stream(messages, tools, options)) as stream:

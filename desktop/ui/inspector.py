@@ -57,6 +57,10 @@ def step_sections(step: dict[str, Any]) -> list[tuple[str, str]]:
     if step.get("thinking"):
         rows.append(("← thinking", step["thinking"]))
     rows.append(("← raw output", step.get("raw_output") or "(nothing)"))
+    for phase in step.get("phases", []):
+        schema = phase["request"]["options"].get("json_schema")
+        rows.append(("→ constrained re-ask (JSON Schema)", _pretty(schema)))
+        rows.append(("← constrained output", phase.get("raw_output") or "(nothing)"))
     if step.get("error"):
         rows.append(("← error", step["error"]))
     for event in step["events"]:

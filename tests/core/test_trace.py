@@ -63,3 +63,30 @@ async def test_the_trace_holds_the_wire_request_raw_output_and_verdicts() -> Non
     exported = json.loads(json.dumps(trace.to_dict()))
     assert exported["track"] == "emulated" and exported["provider"] == "scripted model"
     assert exported["steps"][0]["request"]["messages"][0]["role"] == "system"
+
+
+async def test_the_constrained_phase_is_part_of_its_step() -> None:
+    from desktop.core.backends import on_track
+    from desktop.core.emulation import ConstrainedTools
+
+    raw_call = '{"name": "search", "arguments": {"q": "rust"}}'
+    inner = ScriptedProvider(
+        [Step(chunks=["Looking. ", raw_call]), Step(chunks=[raw_call]), "Found."],
+        constrains_json=True,
+    )
+    traced = TracingProvider(inner)
+    active, track = on_track(traced, "emulated")
+    assert isinstance(active, ConstrainedTools) and track == "emulated"
+    trace = traced.start_turn(track)
+    async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("find rust")]):
+        trace.record(event)
+    assert [s.step for s in trace.steps] == [0, 1]
+    (phase,) = trace.steps[0].phases
+    assert phase.step == 0 and phase.options["json_schema"]["anyOf"]
+    assert phase.raw_output == raw_call
+    assert [e["kind"] for e in trace.steps[0].events] == [
+        "tool_call",
+        "tool_started",
+        "tool_result",
+    ]
+    assert trace.to_dict()["steps"][0]["phases"][0]["raw_output"] == raw_call
