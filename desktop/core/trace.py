@@ -22,6 +22,7 @@ from desktop.core.providers.base import (
     ProviderEvent,
     Reply,
     RequestOptions,
+    TextChunk,
     UsageReport,
 )
 from desktop.core.tools import Tool
@@ -144,9 +145,12 @@ class TracingProvider:
         else:
             self.trace.steps.append(step)
         began = time.perf_counter()
+        seen: list[str] = []  # the text so far, for a generation stopped before its end
         try:
             async with aclosing(self.inner.stream(messages, tools, options)) as stream:
                 async for event in stream:
+                    if isinstance(event, TextChunk):
+                        seen.append(event.text)
                     if isinstance(event, UsageReport):
                         step.usage = {
                             "prompt_tokens": event.prompt_tokens,
@@ -162,4 +166,6 @@ class TracingProvider:
             step.error = str(exc)
             raise
         finally:
+            if not step.raw_output and seen:
+                step.raw_output = "".join(seen) + "  [generation stopped here]"
             step.duration_ms = round((time.perf_counter() - began) * 1000, 1)

@@ -81,6 +81,8 @@ async def test_the_constrained_phase_is_part_of_its_step() -> None:
     async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("find rust")]):
         trace.record(event)
     assert [s.step for s in trace.steps] == [0, 1]
+    assert trace.steps[0].raw_output.startswith("Looking. {")  # the free answer, cut at the call
+    assert trace.steps[0].raw_output.endswith("[generation stopped here]")
     (phase,) = trace.steps[0].phases
     assert phase.step == 0 and phase.options["json_schema"]["anyOf"]
     assert phase.raw_output == raw_call
