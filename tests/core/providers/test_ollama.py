@@ -10,7 +10,6 @@ from desktop.core.providers.base import (
     Notice,
     ProviderError,
     ProviderEvent,
-    Reply,
     RequestOptions,
     TextChunk,
     ThinkingChunk,
@@ -18,7 +17,7 @@ from desktop.core.providers.base import (
 )
 from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.runtime import free_port
-from desktop.core.tools import Tool
+from tests.core.providers.streams import WEATHER, collect, reply_of
 from tests.replay_server import Canned, ReplayServer, ndjson, resplit
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
@@ -45,34 +44,6 @@ def done(prompt: int = 26, completion: int = 8, reason: str = "stop") -> dict[st
         "load_duration": 1334875, "prompt_eval_count": prompt, "prompt_eval_duration": 342546000,
         "eval_count": completion, "eval_duration": 4535599000,
     }  # fmt: skip
-
-
-async def noop(arguments: dict[str, Any]) -> str:
-    return ""
-
-
-WEATHER = Tool(
-    "get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}, noop
-)
-
-
-async def collect(
-    provider: OllamaProvider,
-    messages: list[Message] | None = None,
-    tools: list[Tool] | None = None,
-    options: RequestOptions | None = None,
-) -> list[ProviderEvent]:
-    return [
-        e
-        async for e in provider.stream(
-            messages or [Message.user("hi")], tools or [], options or RequestOptions()
-        )
-    ]
-
-
-def reply_of(events: list[ProviderEvent]) -> Reply:
-    assert isinstance(events[-1], Reply)
-    return events[-1]
 
 
 @pytest.mark.parametrize("sizes", [[1], [5, 11], [40], [4096]])

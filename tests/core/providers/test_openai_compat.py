@@ -11,15 +11,13 @@ from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import (
     ProviderError,
     ProviderEvent,
-    Reply,
     RequestOptions,
-    TextChunk,
     ThinkingChunk,
     UsageReport,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.runtime import free_port
-from desktop.core.tools import Tool
+from tests.core.providers.streams import WEATHER, collect, reply_of, text_of
 from tests.replay_server import Canned, ReplayServer, resplit, sse
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
@@ -40,37 +38,6 @@ def finish(reason: str = "stop") -> dict[str, Any]:
 def usage(prompt: int, completion: int) -> dict[str, Any]:
     return {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                                       "total_tokens": prompt + completion}}  # fmt: skip
-
-
-async def noop(arguments: dict[str, Any]) -> str:
-    return ""
-
-
-WEATHER = Tool(
-    "get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}, noop
-)
-
-
-async def collect(
-    provider: OpenAICompatProvider,
-    messages: list[Message] | None = None,
-    tools: list[Tool] | None = None,
-) -> list[ProviderEvent]:
-    events = []
-    async for event in provider.stream(
-        messages or [Message.user("hi")], tools or [], RequestOptions()
-    ):
-        events.append(event)
-    return events
-
-
-def text_of(events: list[ProviderEvent]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextChunk))
-
-
-def reply_of(events: list[ProviderEvent]) -> Reply:
-    assert isinstance(events[-1], Reply)
-    return events[-1]
 
 
 @pytest.mark.parametrize("sizes", [[1], [3, 7], [17], [64]])
