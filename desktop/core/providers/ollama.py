@@ -135,10 +135,10 @@ class OllamaProvider(HttpProvider):
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         body = self.request_body(messages, tools, options)
-        warned = False
-        if estimate_tokens(body) >= CONTEXT_WARNING_SHARE * self.num_ctx:
-            warned = True
-            yield Notice(self._context_warning(estimate_tokens(body)))
+        estimate = estimate_tokens(body)  # serialises the whole prompt: once
+        warned = estimate >= CONTEXT_WARNING_SHARE * self.num_ctx
+        if warned:
+            yield Notice(self._context_warning(estimate))
         async with (
             plain_failures(self.name, self.base_url),
             self.client.stream("POST", f"{self.base_url}/api/chat", json=body) as response,
