@@ -3,16 +3,21 @@
     .venv/bin/python bench/accuracy.py [--cases ../shared/data/bfcl-dev/cases.jsonl]
                                       [--modes emulated,native,native-raw] [--out FILE.md]
 
-One model request per case (the model's first answer), temperature 0, a fixed seed, the
-bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
+One step per case (the model's first answer, whatever requests it takes), temperature 0,
+a fixed seed, the bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
 - `emulated`: Loomchat's emulated track (tools in the prompt, calls parsed from the text);
-- `constrained`: the emulated track in two phases: once the free answer starts a call, the
-  call is generated again under the server's JSON-Schema-constrained decoding;
+- `constrained` (the app's default): the emulated track in two phases: once the free
+  answer starts a call, the calls are generated again as a list under the server's
+  JSON-Schema-constrained decoding; a call the model opens unsure (odds below
+  MIN_CALL_ODDS) becomes a plain answer;
+- `ungated`: `constrained` without that gate;
 - `native`: the server's own tool calling, plus Loomchat's text fallback (calls written as
   JSON in the text are found);
 - `native-raw`: the server's tool calling alone (what a plain client gets).
 Scores with the set's own checker; prints and writes a Markdown table per category:
-accuracy, unparseable-output rate, hallucinated-argument rate, prompt tokens, seconds.
+accuracy, unparseable output (no call could be read from an attempted one), calls cut off
+by the output limit, hallucinated arguments, answers the gate turned to text (`gate: text`),
+prompt tokens (the largest request of a case), seconds per case.
 """
 
 from __future__ import annotations
@@ -74,8 +79,8 @@ async def ask(
     async for event in provider.stream(messages, tools, options):
         if isinstance(event, Reply):
             reply = event
-        elif isinstance(event, UsageReport):
-            prompt_tokens = event.prompt_tokens
+        elif isinstance(event, UsageReport):  # the largest request of the case
+            prompt_tokens = max(prompt_tokens, event.prompt_tokens)
     assert reply is not None
     return reply, prompt_tokens, time.perf_counter() - started
 
@@ -87,7 +92,7 @@ async def run_mode(
     provider: Provider = {
         "emulated": EmulatedTools(base),
         "constrained": ConstrainedTools(base),
-        "decided": ConstrainedTools(base, decide=True),
+        "ungated": ConstrainedTools(base, min_call_odds=0),
         "native": NativeTools(base),
         "native-raw": base,
     }[mode]
@@ -100,18 +105,24 @@ async def run_mode(
         ok, reason = checker.check(case_with_names, calls)
         known = {t.name: set(t.properties) for t in tools}
         hallucinated = any(set(c.arguments) - known.get(c.name, set()) for c in reply.tool_calls)
-        attempted = '"name"' in (reply.raw or "") or "<tool_call>" in (reply.raw or "")
-        unparseable = bool(reply.broken_calls) or (attempted and not reply.tool_calls)
+        raw = reply.raw or ""
+        gated = "[plain]" in raw  # the call gate found the model unsure: it answered in text
+        cut_off = reply.finish_reason == "length" and bool(reply.broken_calls)
+        attempted = ('"name"' in raw or "<tool_call>" in raw) and not gated
+        unparseable = not cut_off and (bool(reply.broken_calls) or (attempted and not calls))
         row = {"id": case["id"], "ok": ok, "reason": reason, "seconds": seconds}
-        row |= {"unparseable": unparseable, "hallucinated": hallucinated}
+        row |= {"unparseable": unparseable, "cut_off": cut_off, "gated": gated}
+        row |= {"hallucinated": hallucinated}
+        if odds := re.search(r"\[odds of a call: ([0-9.]+)\]", raw):
+            row["call_odds"] = float(odds.group(1))
         rows[case["category"]].append({**row, "prompt_tokens": prompt_tokens})
     await base.aclose()
     return rows
 
 
 def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
-    columns = ["mode", "category", "accuracy", "unparseable", "hallucinated args",
-               "prompt tokens (median)", "s/case (median)"]  # fmt: skip
+    columns = ["mode", "category", "accuracy", "unparseable", "cut off", "hallucinated args",
+               "gate: text", "prompt tokens (median)", "s/case (median)"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for mode, rows in results.items():
         everything = [r for c in CATEGORIES for r in rows.get(c, [])]
@@ -124,17 +135,36 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
             lines.append(
                 f"| {mode} | {category} | {right}/{n} ({100 * right / n:.0f}%) "
                 f"| {100 * sum(r['unparseable'] for r in chosen) / n:.0f}% "
+                f"| {100 * sum(r.get('cut_off', False) for r in chosen) / n:.0f}% "
                 f"| {100 * sum(r['hallucinated'] for r in chosen) / n:.0f}% "
+                f"| {100 * sum(r.get('gated', False) for r in chosen) / n:.0f}% "
                 f"| {statistics.median(r['prompt_tokens'] for r in chosen):.0f} "
                 f"| {statistics.median(r['seconds'] for r in chosen):.2f} |"
             )
     return "\n".join(lines)
 
 
+def gate_calibration(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """How a bar on the odds of a call would split the cases (from a run without the gate),
+    on each half of the set apart, so a bar chosen on one half can be checked on the other."""
+    everything = [r for c in CATEGORIES for r in rows.get(c, []) if "call_odds" in r]
+    lines = ["| bar | half | calls kept where one is due | irrelevant calls turned to text |",
+             "| --- | --- | --- | --- |"]  # fmt: skip
+    for bar in (0.8, 0.85, 0.9, 0.95):
+        for half in (0, 1):
+            chosen = everything[half::2]
+            due = [r for r in chosen if not r["id"].startswith("irrelevance")]
+            irrelevant = [r for r in chosen if r["id"].startswith("irrelevance")]
+            kept = sum(r["call_odds"] >= bar for r in due)
+            turned = sum(r["call_odds"] < bar for r in irrelevant)
+            lines.append(f"| {bar} | {half + 1} | {kept}/{len(due)} | {turned}/{len(irrelevant)} |")
+    return "\n".join(lines)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
-    parser.add_argument("--modes", default="emulated,constrained,native,native-raw")
+    parser.add_argument("--modes", default="emulated,constrained,ungated,native,native-raw")
     parser.add_argument("--model", type=Path, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--url", help="an already running llama-server")
     parser.add_argument("--limit", type=int, help="only the first N cases of each category")
@@ -164,6 +194,9 @@ async def main() -> None:
         if server:
             server.stop()
     text = table(results)
+    if "ungated" in results:
+        text += "\n\nThe call gate's bar, from the `ungated` run:\n\n"
+        text += gate_calibration(results["ungated"])
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")

@@ -21,6 +21,7 @@ from desktop.core.providers.base import (
     RequestOptions,
     TextChunk,
     ThinkingChunk,
+    TokenOdds,
     UsageReport,
 )
 from desktop.core.tools import Tool
@@ -36,6 +37,8 @@ class Step:
     error: str | None = None  # raise ProviderError after the chunks
     hang: bool = False  # after the chunks, wait until cancelled
     finish_reason: str = "stop"
+    # The first token's alternatives, sent when the request asks for token odds.
+    odds: Sequence[tuple[str, float]] = ()
 
 
 @dataclass
@@ -57,6 +60,7 @@ class ScriptedProvider:
     cancelled: bool = False
     constrains_json: bool = False  # pretend the backend has constrained decoding
     closed_early: int = 0  # streams the consumer stopped reading before the end
+    reports_token_odds: bool = False  # pretend the backend sends token odds
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
@@ -71,6 +75,8 @@ class ScriptedProvider:
         step = Step(chunks=[entry]) if isinstance(entry, str) else entry
         for thought in step.thinking:
             yield ThinkingChunk(thought)
+        if options.top_logprobs and step.odds:
+            yield TokenOdds(tuple(step.odds))
         finished = False
         try:
             for chunk in step.chunks:

@@ -123,7 +123,7 @@ async def run_turn(
                         yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
                     elif isinstance(chunk, Notice):
                         yield TurnWarning(step, chunk.message)
-                    else:
+                    elif isinstance(chunk, Reply):
                         reply = chunk
         except ProviderError as exc:
             yield TurnFailed(step, str(exc))

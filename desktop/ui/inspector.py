@@ -58,9 +58,18 @@ def step_sections(step: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("← thinking", step["thinking"]))
     rows.append(("← raw output", step.get("raw_output") or "(nothing)"))
     for phase in step.get("phases", []):
-        schema = phase["request"]["options"].get("json_schema")
-        rows.append(("→ constrained re-ask (JSON Schema)", _pretty(schema)))
-        rows.append(("← constrained output", phase.get("raw_output") or "(nothing)"))
+        options = phase["request"]["options"]
+        output = phase.get("raw_output") or "(nothing)"
+        if options.get("phase") == "call-odds":
+            odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
+            rows.append(("→ odds of a call (one-token probe)", _pretty(options)))
+            rows.append(("← first token's likeliest alternatives", odds or output))
+        elif options.get("phase") == "plain":
+            rows.append(("→ plain answer (the model was unsure of its call)", ""))
+            rows.append(("← plain output", output))
+        else:
+            rows.append(("→ constrained re-ask (JSON Schema)", _pretty(options.get("json_schema"))))
+            rows.append(("← constrained output", output))
     if step.get("error"):
         rows.append(("← error", step["error"]))
     for event in step["events"]:

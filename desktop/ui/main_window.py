@@ -8,8 +8,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence, QPixmap
+from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeyEvent, QKeySequence, QPixmap
 from PySide6.QtWidgets import (
     QDialog,
     QDockWidget,
@@ -67,6 +67,7 @@ class FirstRunPanel(QWidget):
     """Shown instead of the chat while no model server answers."""
 
     use_builtin = Signal()
+    choose_model_file = Signal()
     open_settings = Signal()
     retry = Signal()
 
@@ -85,8 +86,9 @@ class FirstRunPanel(QWidget):
             "Loomchat works with the model servers people already run: install "
             "<b>Ollama</b> (ollama.com) and run <code>ollama pull qwen3:4b</code>, or open "
             "<b>LM Studio</b> and start its server, or run <b>KoboldCPP</b> or a "
-            "<b>llama.cpp</b> server. Or use the small model that comes with Loomchat: it "
-            "runs right here, with no other program."
+            "<b>llama.cpp</b> server. Or let Loomchat run a model itself, with no other "
+            "program: its small built-in model, or a GGUF model file you downloaded "
+            "(from huggingface.co, for example)."
         )
         explain.setWordWrap(True)
         explain.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -97,6 +99,7 @@ class FirstRunPanel(QWidget):
         buttons.addStretch()
         for text, signal in (
             ("Use the built-in model", self.use_builtin),
+            ("Choose a model file…", self.choose_model_file),
             ("Try again", self.retry),
             ("Settings…", self.open_settings),
         ):
@@ -177,6 +180,7 @@ class MainWindow(QMainWindow):
         self.chat.image_clicked.connect(self._open_image)
         self.first_run = FirstRunPanel()
         self.first_run.use_builtin.connect(self._use_builtin)
+        self.first_run.choose_model_file.connect(self._choose_model_file)
         self.first_run.retry.connect(self.controller.reconnect)
         self.first_run.open_settings.connect(self.open_settings)
         self.pages = QStackedWidget()
@@ -272,14 +276,24 @@ class MainWindow(QMainWindow):
         action(chat_menu, "Stop the answer", self.controller.stop, "Esc")
         action(chat_menu, "Reconnect", self.controller.reconnect, "Ctrl+R")
         help_menu = self.menuBar().addMenu("&Help")
+        action(help_menu, "Open the logs folder", self._open_logs)
         action(help_menu, "About Loomchat", self._about)
+
+    @property
+    def logs_folder(self) -> Path:
+        return self.store.path.parent / "logs"
+
+    def _open_logs(self) -> None:
+        self.logs_folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.logs_folder)))
 
     def _about(self) -> None:
         QMessageBox.about(
             self,
             "About Loomchat",
             f"<b>Loomchat {__version__}</b><p>Local models with tools, offline.</p>"
-            f"<p>Data: {self.store.path.parent}</p>",
+            f"<p>Conversations and settings: {self.store.path.parent}<br>"
+            f"Logs (attach them to a bug report): {self.logs_folder}</p>",
         )
 
     # --- the controller ---------------------------------------------------------------
@@ -518,6 +532,18 @@ class MainWindow(QMainWindow):
 
     def _use_builtin(self) -> None:
         self.apply_settings(replace(self.session.settings, backend="builtin"))
+
+    def _choose_model_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a model file", str(Path.home()), "GGUF models (*.gguf)"
+        )
+        if path:
+            self.use_model_file(Path(path))
+
+    def use_model_file(self, path: Path) -> None:
+        """Run this GGUF file in the built-in runtime."""
+        settings = replace(self.session.settings, backend="builtin", runtime_model=str(path))
+        self.apply_settings(settings)
 
     def _open_image(self, image: Image) -> None:
         ImageDialog(image, self).exec()

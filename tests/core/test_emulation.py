@@ -429,7 +429,7 @@ async def test_a_plain_answer_is_never_constrained() -> None:
 
 
 async def test_a_call_is_generated_again_under_the_schema() -> None:
-    from desktop.core.emulation import call_schema
+    from desktop.core.emulation import CALL_TOKEN_BUDGET, call_schema
 
     provider = ScriptedProvider(
         [
@@ -442,18 +442,19 @@ async def test_a_call_is_generated_again_under_the_schema() -> None:
     assert "".join(text) == "Let me look. "
     assert provider.closed_early == 1  # the free generation was stopped at the call
     second = provider.requests[1].options
-    assert second.json_schema == call_schema([SEARCH, CLOCK]) and second.max_tokens == 50
+    assert second.json_schema == call_schema([SEARCH, CLOCK])
+    assert second.max_tokens == CALL_TOKEN_BUDGET  # a limit meant for prose does not cut calls
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("search", {"query": "rust"})]
     assert reply.text == "Let me look." and "[constrained]" in reply.raw
 
 
-def test_the_call_schema_admits_only_real_calls() -> None:
+def test_the_call_schema_admits_only_lists_of_real_calls() -> None:
     import jsonschema
 
-    from desktop.core.emulation import call_schema
+    from desktop.core.emulation import MAX_CALLS_PER_STEP, call_schema
 
     schema = call_schema([SEARCH, CLOCK])
-    jsonschema.validate({"name": "search", "arguments": {"query": "x"}}, schema)
+    jsonschema.validate([{"name": "search", "arguments": {"query": "x"}}], schema)
     jsonschema.validate(
         [
             {"name": "current_time", "arguments": {}},
@@ -461,8 +462,10 @@ def test_the_call_schema_admits_only_real_calls() -> None:
         ],
         schema,
     )
-    for bad in ({"name": "serch", "arguments": {"query": "x"}}, {"name": "search", "arguments": {}},
-                {"name": "search"}, {"name": "search", "arguments": {"query": "x"}, "id": 1}):  # fmt: skip
+    one = {"name": "search", "arguments": {"query": "x"}}
+    for bad in ([{"name": "serch", "arguments": {"query": "x"}}], [{"name": "search", "arguments": {}}],
+                [{"name": "search"}], [{**one, "id": 1}], [], one,
+                [one] * (MAX_CALLS_PER_STEP + 1)):  # fmt: skip
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
 
@@ -473,30 +476,55 @@ async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> Non
     assert len(provider.requests) == 1 and reply.tool_calls[0].arguments == {"query": "q"}
 
 
-async def test_the_decision_step_can_turn_a_call_into_a_plain_answer() -> None:
-    from desktop.core.emulation import DECISION_QUESTION, ConstrainedTools
+async def gated_run(
+    script: list[Step], *, reports_token_odds: bool = True
+) -> tuple[ScriptedProvider, Reply]:
+    from desktop.core.emulation import ConstrainedTools
 
-    async def run(script: list[Step]) -> tuple[ScriptedProvider, Reply]:
-        provider = ScriptedProvider(script, constrains_json=True)
-        reply = None
-        async for event in ConstrainedTools(provider, decide=True).stream(
-            [Message.user("hi")], [SEARCH], RequestOptions()
-        ):
-            if isinstance(event, Reply):
-                reply = event
-        assert reply is not None
-        return provider, reply
+    provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=reports_token_odds)
+    reply = None
+    async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
+        [Message.user("Who won the World Cup in 2022?")], [SEARCH], RequestOptions(seed=3)
+    ):
+        if isinstance(event, Reply):
+            reply = event
+    assert reply is not None
+    return provider, reply
 
-    declined, reply = await run(
-        [Step(chunks=['{"name": "search"']), Step(chunks=['"no"']), Step(chunks=["Hello!"])]
+
+CALL = '[{"name": "search", "arguments": {"query": "q"}}]'
+
+
+async def test_a_call_the_model_is_unsure_of_becomes_a_plain_answer() -> None:
+    """The probe's odds of `{` (0.5 + 0.2 for a fence) are below the bar: no call."""
+    unsure = [("{", 0.5), ("```", 0.2), ("Argentina", 0.3)]
+    provider, reply = await gated_run(
+        [Step(chunks=['{"name": "search"']), Step(odds=unsure), Step(chunks=["Argentina."])]
     )
-    assert reply.tool_calls == [] and reply.text == "Hello!"
-    assert declined.requests[1].messages[-1].text == DECISION_QUESTION
-    assert declined.requests[1].options.json_schema == {"enum": ["yes", "no"]}
-    assert "You can use tools" not in declined.requests[2].messages[0].text
+    assert reply.tool_calls == [] and reply.text == "Argentina."
+    probe = provider.requests[1]
+    assert probe.options.max_tokens == 1 and probe.options.top_logprobs == 10
+    assert probe.options.seed == 3 and probe.messages == provider.requests[0].messages
+    assert "You can use tools" not in provider.requests[2].messages[0].text  # tools withdrawn
+    assert "[odds of a call: 0.70]" in reply.raw
 
-    accepted, reply = await run([
-        Step(chunks=['{"name": "search"']), Step(chunks=['"yes"']),
-        Step(chunks=['{"name": "search", "arguments": {"query": "q"}}']),
-    ])  # fmt: skip
-    assert reply.tool_calls[0].arguments == {"query": "q"} and len(accepted.requests) == 3
+
+async def test_a_call_the_model_is_sure_of_is_made() -> None:
+    sure = [("{", 0.9), ("[", 0.05), ("Argentina", 0.05)]
+    provider, reply = await gated_run(
+        [Step(chunks=['{"name": "search"']), Step(odds=sure), Step(chunks=[CALL])]
+    )
+    assert [c.name for c in reply.tool_calls] == ["search"]
+    assert provider.requests[2].options.json_schema is not None
+    assert "[odds of a call: 0.95]" in reply.raw
+
+
+async def test_no_probe_after_prose_or_without_token_odds() -> None:
+    """Prose before the call shows the model means it; a backend without odds is trusted."""
+    after_prose, reply = await gated_run([Step(chunks=["Let me search. {"]), Step(chunks=[CALL])])
+    assert len(after_prose.requests) == 2 and reply.tool_calls
+    assert after_prose.requests[1].options.top_logprobs is None
+    no_odds, reply = await gated_run(
+        [Step(chunks=["{"]), Step(chunks=[CALL])], reports_token_odds=False
+    )
+    assert len(no_odds.requests) == 2 and reply.tool_calls

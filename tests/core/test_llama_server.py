@@ -83,6 +83,26 @@ async def test_emulated_tool_call_end_to_end(llama_server: LlamaServer) -> None:
     assert roles[:3] == ["user", "assistant", "tool"] and roles[-1] == "assistant"
 
 
+async def test_the_server_reports_how_sure_the_model_is_of_a_call(
+    llama_server: LlamaServer,
+) -> None:
+    """The one-token probe behind the call gate: real odds, and a weather question to a
+    weather tool opens with a call the model is sure of."""
+    from desktop.core.emulation import MIN_CALL_ODDS, ConstrainedTools, emulated_history
+    from desktop.core.providers.base import TokenOdds
+
+    provider = make_provider("llamacpp", llama_server.base_url)
+    probe = RequestOptions(temperature=0, seed=42, max_tokens=1, top_logprobs=5)
+    history = emulated_history([Message.user("What's the weather in Paris?")], [Weather().tool])
+    odds = [e async for e in provider.stream(history, [], probe) if isinstance(e, TokenOdds)]
+    sure = await ConstrainedTools(provider)._odds_of_a_call(history, OPTIONS)
+    await provider.aclose()
+    assert len(odds) == 1 and len(odds[0].alternatives) == 5
+    probabilities = [p for _, p in odds[0].alternatives]
+    assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1.0001
+    assert sure >= MIN_CALL_ODDS
+
+
 async def test_native_tool_call_end_to_end(llama_server: LlamaServer) -> None:
     """This model writes its call as JSON text rather than in its template's <tool_call>
     tags, so llama.cpp finds no call; the native track finds it in the text and runs it."""

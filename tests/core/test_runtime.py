@@ -49,6 +49,34 @@ def test_binary_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     assert find_llama_server() is None
 
 
+def test_a_packaged_app_finds_its_own_llama_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    inside = tmp_path / "llama" / "llama-server"
+    inside.parent.mkdir()
+    inside.write_bytes(b"")
+    monkeypatch.delenv("LOOMCHAT_LLAMA_SERVER", raising=False)
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    assert find_llama_server() == inside
+
+
+def test_a_packaged_app_without_the_bundled_model_says_to_choose_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    from desktop.core import runtime
+
+    monkeypatch.setenv("LOOMCHAT_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(runtime, "_BUNDLED_MODEL_PARTS", [("loomchat_no_such_part", "x.bin")])
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    with pytest.raises(RuntimeSetupError, match="Choose a GGUF model file") as caught:
+        runtime.ensure_bundled_model()
+    assert "pip" not in str(caught.value)
+
+
 async def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
     server = LlamaServer(model=tmp_path / "nope.gguf", binary=Path("/bin/true"))
     with pytest.raises(RuntimeSetupError, match="Model file not found"):

@@ -84,7 +84,8 @@ async def test_the_constrained_phase_is_part_of_its_step() -> None:
     assert trace.steps[0].raw_output.startswith("Looking. {")  # the free answer, cut at the call
     assert trace.steps[0].raw_output.endswith("[generation stopped here]")
     (phase,) = trace.steps[0].phases
-    assert phase.step == 0 and phase.options["json_schema"]["anyOf"]
+    assert phase.step == 0 and phase.options["json_schema"]["type"] == "array"
+    assert phase.options["phase"] == "constrained"
     assert phase.raw_output == raw_call
     assert [e["kind"] for e in trace.steps[0].events] == [
         "tool_call",
@@ -92,3 +93,29 @@ async def test_the_constrained_phase_is_part_of_its_step() -> None:
         "tool_result",
     ]
     assert trace.to_dict()["steps"][0]["phases"][0]["raw_output"] == raw_call
+
+
+async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() -> None:
+    from desktop.core.backends import on_track
+
+    inner = ScriptedProvider(
+        [
+            Step(chunks=['{"name"']),
+            Step(chunks=["{"], odds=[("{", 0.6), ("Rust", 0.4)]),
+            "Rust is a language.",
+        ],
+        constrains_json=True,
+        reports_token_odds=True,
+    )
+    traced = TracingProvider(inner)
+    active, track = on_track(traced, "emulated")
+    trace = traced.start_turn(track)
+    async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("what is rust")]):
+        trace.record(event)
+    assert trace.outcome == {"kind": "turn_finished", "step": 0, "text": "Rust is a language."}
+    (step,) = trace.steps
+    probe, plain = step.phases
+    assert probe.options["phase"] == "call-odds" and probe.token_odds == [("{", 0.6), ("Rust", 0.4)]
+    assert plain.options["phase"] == "plain" and plain.raw_output == "Rust is a language."
+    exported = json.loads(json.dumps(step.to_dict()))
+    assert exported["phases"][0]["token_odds"] == [["{", 0.6], ["Rust", 0.4]]

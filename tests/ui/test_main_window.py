@@ -352,6 +352,21 @@ def test_first_run_screen_when_no_server(qtbot: Any, make_window: WindowFactory)
     assert window.backend_label.text() == "○ No model server is running."
 
 
+def test_first_run_offers_a_model_file_for_the_built_in_runtime(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    window, _ = make_window([])
+    buttons = [b.text() for b in window.first_run.findChildren(QPushButton)]
+    assert "Choose a model file…" in buttons and "Settings…" in buttons
+    model = tmp_path / "my-model.gguf"
+    model.write_bytes(b"GGUF")
+    window.use_model_file(model)
+    assert window.session.settings.backend == "builtin"
+    assert window.session.settings.runtime_model == str(model)
+
+
 def test_the_inspector_catches_up_when_opened_after_the_turn(
     qtbot: Any, make_window: WindowFactory
 ) -> None:

@@ -34,6 +34,12 @@ class RequestOptions:
     # Constrained decoding: the answer must be JSON matching this schema (the backend's
     # grammar makes anything else impossible). Only for backends with `constrains_json`.
     json_schema: dict[str, Any] | None = None
+    # Ask for the likeliest alternatives of each generated token (`TokenOdds` events).
+    # Only for backends with `reports_token_odds`.
+    top_logprobs: int | None = None
+    # Which later part of a step this request is (see ConstrainedTools), for the trace;
+    # None for a step's first request. Backends ignore it.
+    phase: Literal["call-odds", "constrained", "plain"] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,14 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class TokenOdds:
+    """The likeliest candidates for one generated token, with their probabilities."""
+
+    alternatives: tuple[tuple[str, float], ...]
+    kind: Literal["token_odds"] = "token_odds"
+
+
+@dataclass(frozen=True)
 class BrokenCall:
     """A tool call the model started but that cannot be run: cut off, or not JSON."""
 
@@ -90,7 +104,7 @@ class Reply:
     kind: Literal["reply"] = "reply"
 
 
-ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | Reply
+ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | TokenOdds | Reply
 
 
 class ProviderError(Exception):

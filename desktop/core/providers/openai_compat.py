@@ -9,6 +9,7 @@ fragments by `index` (name first, arguments over many chunks, ids that may be nu
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from desktop.core.providers.base import (
     RequestOptions,
     TextChunk,
     ThinkingChunk,
+    TokenOdds,
     UsageReport,
     checked_call,
     split_calls,
@@ -92,6 +94,7 @@ class OpenAICompatProvider(HttpProvider):
     """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
 
     constrains_json = True  # response_format with a JSON Schema (llama.cpp, LM Studio)
+    reports_token_odds = True  # `logprobs` + `top_logprobs`, as OpenAI defines them
 
     def __init__(
         self,
@@ -146,6 +149,9 @@ class OpenAICompatProvider(HttpProvider):
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "strict": True, "schema": options.json_schema},
             }
+        if options.top_logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = options.top_logprobs
         return body
 
     async def stream(
@@ -202,6 +208,8 @@ class OpenAICompatProvider(HttpProvider):
                     if content:
                         text.append(content)
                         yield TextChunk(content)
+                    for odds in token_odds(choice.get("logprobs")):
+                        yield odds
                     for fragment in delta.get("tool_calls") or []:
                         slot = fragments.setdefault(int(fragment.get("index", 0)), _CallFragments())
                         slot.id = fragment.get("id") or slot.id
@@ -215,6 +223,24 @@ class OpenAICompatProvider(HttpProvider):
         calls, broken = _assemble(fragments)
         whole = "".join(text)
         yield Reply(whole, calls, broken, raw=whole, finish_reason=finish_reason)
+
+
+def token_odds(logprobs: Any) -> list[TokenOdds]:
+    """`choices[].logprobs.content[].top_logprobs` as probabilities; nothing if absent."""
+    if not isinstance(logprobs, dict):
+        return []
+    found = []
+    for entry in logprobs.get("content") or []:
+        top = entry.get("top_logprobs") if isinstance(entry, dict) else None
+        if not isinstance(top, list):
+            continue
+        alternatives = tuple(
+            (str(t["token"]), math.exp(float(t["logprob"])))
+            for t in top
+            if isinstance(t, dict) and "token" in t and "logprob" in t
+        )
+        found.append(TokenOdds(alternatives))
+    return found
 
 
 def _assemble(fragments: dict[int, _CallFragments]) -> tuple[list[ToolCall], list[BrokenCall]]:

@@ -332,3 +332,34 @@ async def test_json_schema_becomes_response_format() -> None:
     assert server.requests[0].json()["response_format"] == {
         "type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": schema},
     }  # fmt: skip
+
+
+async def test_token_odds_are_asked_for_and_reported() -> None:
+    """llama.cpp's streamed `logprobs`: one entry per token, its top alternatives as log
+    probabilities; they come back as probabilities."""
+    import math
+
+    from desktop.core.providers.base import TokenOdds
+
+    top = [{"id": 90, "token": "{", "bytes": [123], "logprob": math.log(0.75)},
+           {"id": 91, "token": "The", "bytes": [84, 104, 101], "logprob": math.log(0.25)}]  # fmt: skip
+    chunk = delta(content="{")
+    chunk["choices"][0]["logprobs"] = {"content": [{"token": "{", "logprob": math.log(0.75),
+                                                    "top_logprobs": top}]}  # fmt: skip
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=sse(chunk, finish("length"))))
+        provider = OpenAICompatProvider(server.url)
+        events = await collect(provider, options=RequestOptions(max_tokens=1, top_logprobs=2))
+    body = server.requests[0].json()
+    assert body["logprobs"] is True and body["top_logprobs"] == 2
+    odds = [e for e in events if isinstance(e, TokenOdds)]
+    assert len(odds) == 1
+    assert [(t, round(p, 6)) for t, p in odds[0].alternatives] == [("{", 0.75), ("The", 0.25)]
+    assert text_of(events) == "{"
+
+
+async def test_no_token_odds_unless_asked() -> None:
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=sse(delta(content="hi"), finish())))
+        await collect(OpenAICompatProvider(server.url))
+    assert "logprobs" not in server.requests[0].json()

@@ -1,0 +1,35 @@
+"""The inspector's reading of a step: its request, raw output and later phases."""
+
+from __future__ import annotations
+
+from desktop.ui.inspector import step_sections
+
+
+def phase(options: dict[str, object], raw: str, odds: list[list[object]] | None = None) -> dict:
+    return {"request": {"messages": [], "tools": [], "options": options}, "raw_output": raw,
+            "token_odds": odds or []}  # fmt: skip
+
+
+def test_each_phase_of_a_step_has_its_own_rows() -> None:
+    step = {
+        "step": 0,
+        "request": {
+            "messages": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [],
+            "options": {},
+        },
+        "raw_output": "{",
+        "events": [],
+        "phases": [
+            phase({"phase": "call-odds", "max_tokens": 1}, "{", [["{", 0.62], ["Hi", 0.38]]),
+            phase({"phase": "plain"}, "Hello there."),
+            phase({"phase": "constrained", "json_schema": {"type": "array"}}, "[]"),
+        ],
+    }
+    rows = step_sections(step)
+    titles = [title for title, _ in rows]
+    odds = titles.index("← first token's likeliest alternatives")
+    assert rows[odds][1] == " 62.0%  '{'\n 38.0%  'Hi'"
+    assert titles.index("← plain output") > odds
+    assert dict(rows)["← plain output"] == "Hello there."
+    assert '"type": "array"' in dict(rows)["→ constrained re-ask (JSON Schema)"]
