@@ -159,9 +159,10 @@ async def run_turn(
             return
 
         outcome = _Step()
-        outcome.messages.append(Message.assistant(reply.text, reply.tool_calls))
+        calls = [toolbox.repaired(call) for call in reply.tool_calls]
+        outcome.messages.append(Message.assistant(reply.text, calls))
         runnable: list[ToolCall] = []
-        for call in reply.tool_calls:
+        for call in calls:
             yield ToolCallParsed(step, call.id, call.name, call.arguments)
             reason: str | None = None
             stage: RejectionStage = "validation"
@@ -218,7 +219,7 @@ async def run_turn(
                 if tool is not None and tool.direct_output and result.error is None:
                     direct_answer = direct_answer if direct_answer is not None else result.content
 
-        outcome.messages.extend(outcome.results[c.id] for c in reply.tool_calls)
+        outcome.messages.extend(outcome.results[c.id] for c in calls)
         if broken_notes:
             outcome.messages.append(Message.user("\n".join(broken_notes)))
         if outcome.images:

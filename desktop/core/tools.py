@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jsonschema
@@ -143,6 +144,14 @@ class Toolbox:
         available = ", ".join(self._tools) or "none"
         return f'Function "{name}" not found. Available functions: {available}.'
 
+    def repaired(self, call: ToolCall) -> ToolCall:
+        """The call with its arguments' unambiguous type slips fixed (see repair_arguments)."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return call
+        arguments = repair_arguments(tool.parameters, call.arguments)
+        return call if arguments == call.arguments else replace(call, arguments=arguments)
+
     def validate(self, name: str, arguments: Any) -> str | None:
         """None if the call may run, else the reason it may not, written for the model."""
         tool = self._tools.get(name)
@@ -180,6 +189,51 @@ def limit_content(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_FITS: dict[str, Callable[[Any], bool]] = {
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def repair_arguments(schema: Any, value: Any) -> Any:
+    """`value` with the type slips a small model makes fixed where the schema leaves one
+    reading: "5" or 5.0 for an integer, "2.5" for a number, "true"/"false" for a boolean,
+    a number for a string. Nested objects and arrays too. Anything else is left as it is,
+    for validation to report."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+        properties = schema["properties"]
+        return {k: repair_arguments(properties.get(k), v) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [repair_arguments(schema["items"], item) for item in value]
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if not isinstance(kinds, list) or any(_FITS.get(k, lambda _: True)(value) for k in kinds):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if "integer" in kinds and _INTEGER.fullmatch(text):
+            return int(text)
+        if "number" in kinds and _NUMBER.fullmatch(text):
+            number = float(text)
+            return int(number) if _INTEGER.fullmatch(text) else number
+        if "boolean" in kinds and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+    elif isinstance(value, float) and value.is_integer() and "integer" in kinds:
+        return int(value)
+    elif isinstance(value, int | float) and not isinstance(value, bool) and "string" in kinds:
+        return str(value)
+    return value
 
 
 def validate_arguments(tool: Tool, arguments: Any) -> str | None:

@@ -311,6 +311,31 @@ async def test_invalid_arguments_are_explained_once_then_tools_are_withdrawn() -
     assert events[-1] == TurnFinished(2, "I could not search.")
 
 
+async def test_a_number_written_as_a_string_is_repaired_before_it_runs() -> None:
+    """ "5" for an integer has one reading: the tool gets 5, and so do the event and the
+    history; "five" has none, and is explained to the model."""
+    seen: list[Any] = []
+
+    async def repeat(arguments: dict[str, Any]) -> str:
+        seen.append(arguments)
+        return "ok"
+
+    schema = {"type": "object", "properties": {"times": {"type": "integer"}},
+              "required": ["times"]}  # fmt: skip
+    tool = Tool("repeat", "Repeats.", schema, repeat)
+    provider, _ = emulated(call_json("repeat", times="5"), "Done.")
+    events, conversation = await turn(provider, [tool])
+    assert seen == [{"times": 5}]
+    parsed = next(e for e in events if isinstance(e, ToolCallParsed))
+    assert parsed.arguments == {"times": 5}
+    assert conversation[1].tool_calls[0].arguments == {"times": 5}
+
+    provider, _ = emulated(call_json("repeat", times="five"), "Sorry.")
+    events, _ = await turn(provider, [tool])
+    rejected = next(e for e in events if isinstance(e, ToolRejected))
+    assert "'times'" in rejected.reason and "'five' is not of type 'integer'" in rejected.reason
+
+
 async def test_truncated_call_is_rejected_and_never_runs() -> None:
     """Edge case 7."""
     search = Recorder()

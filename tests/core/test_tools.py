@@ -129,3 +129,65 @@ def test_wire_definition_is_openai_shaped() -> None:
         "function": {"name": "get_weather", "description": "Weather for a city",
                      "parameters": WEATHER_SCHEMA},
     }  # fmt: skip
+
+
+REPAIR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "loud": {"type": "boolean"},
+        "zip": {"type": "string"},
+        "maybe": {"type": ["integer", "null"]},
+        "points": {"type": "array", "items": {"type": "object",
+                                              "properties": {"x": {"type": "number"}}}},
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("given", "repaired"),
+    [
+        ({"count": "5"}, {"count": 5}),
+        ({"count": " -12 "}, {"count": -12}),
+        ({"count": 5.0}, {"count": 5}),
+        ({"ratio": "2.5"}, {"ratio": 2.5}),
+        ({"ratio": "3"}, {"ratio": 3}),
+        ({"ratio": "1e3"}, {"ratio": 1000.0}),
+        ({"loud": "True"}, {"loud": True}),
+        ({"loud": "false"}, {"loud": False}),
+        ({"zip": 12345}, {"zip": "12345"}),
+        ({"maybe": "7"}, {"maybe": 7}),
+        ({"points": [{"x": "1.5"}, {"x": 2}]}, {"points": [{"x": 1.5}, {"x": 2}]}),
+    ],
+)
+def test_unambiguous_type_slips_are_repaired(given: Any, repaired: Any) -> None:
+    from desktop.core.tools import repair_arguments
+
+    assert repair_arguments(REPAIR_SCHEMA, given) == repaired
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"count": "five"}, {"count": "5.5"}, {"count": 5.5}, {"loud": "yes"}, {"loud": 1},
+     {"zip": True}, {"maybe": None}, {"unknown": "5"}, {"ratio": "1,5"}, {"count": "5 apples"}],
+)  # fmt: skip
+def test_anything_with_two_readings_is_left_for_validation(given: Any) -> None:
+    from desktop.core.tools import repair_arguments
+
+    assert repair_arguments(REPAIR_SCHEMA, given) == given
+
+
+def test_the_toolbox_repairs_a_call_and_keeps_a_correct_one_as_it_is() -> None:
+    async def noop(arguments: dict[str, Any]) -> str:
+        return ""
+
+    box = Toolbox([Tool("count", "Counts.", REPAIR_SCHEMA, noop)])
+    call = ToolCall("c1", "count", {"count": "3", "zip": "x"})
+    fixed = box.repaired(call)
+    assert fixed.arguments == {"count": 3, "zip": "x"} and fixed.id == "c1"
+    assert box.validate(fixed.name, fixed.arguments) is None
+    correct = ToolCall("c2", "count", {"count": 3})
+    assert box.repaired(correct) is correct
+    unknown = ToolCall("c3", "nope", {"count": "3"})
+    assert box.repaired(unknown) is unknown
