@@ -19,7 +19,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.core.secrets import SecretStore
-from desktop.core.session import Session
+from desktop.core.session import Connection, Session
 from desktop.core.settings import Settings, SettingsError, load_settings
 from desktop.core.store import ChatStore
 from desktop.ui.controller import ChatController
@@ -130,6 +130,44 @@ async def _report_startup(app: QApplication) -> None:
     app.quit()
 
 
+async def _self_check(window: MainWindow, session: Session, question: str) -> int:
+    """For the installer test (packaging/test-package.sh): once the window is shown and a
+    backend answers, ask `question` through the window, print what happened as one JSON
+    line, and say whether an answer came back (0) or not (1)."""
+    import json
+
+    report: dict[str, Any] = {"window_shown": window.isVisible()}
+    settled: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+
+    def on_connection(connection: Connection) -> None:
+        if connection.message != "Connecting…" and not settled.done():
+            settled.set_result(connection)
+
+    window.controller.connection_changed.connect(on_connection)
+    # The built-in runtime may take a while to load its model.
+    connection = await asyncio.wait_for(settled, 600)
+    report |= {"connected": connection.ok, "status": connection.message,
+               "backend": connection.backend, "model": connection.model}  # fmt: skip
+    if connection.ok:
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        def settle(text: str) -> None:
+            if not answer.done():
+                answer.set_result(text)
+
+        window.controller.turn_finished.connect(settle)
+        window.controller.turn_failed.connect(lambda message: settle(f"failed: {message}"))
+        window.composer.setPlainText(question)
+        window.send()
+        try:
+            report["answer"] = await asyncio.wait_for(answer, 300)
+        except TimeoutError:
+            report["answer"] = "failed: no answer within 300 s"
+    print(json.dumps(report), flush=True)
+    answered = bool(report.get("answer")) and not report["answer"].startswith("failed")
+    return 0 if report["window_shown"] and answered else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     assert isinstance(app, QApplication)
@@ -146,20 +184,24 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         QMessageBox.warning(window, "Settings", problem)
 
-    async def run_until_quit() -> None:
+    async def run_until_quit() -> int:
         quitting = asyncio.Event()
         app.aboutToQuit.connect(quitting.set)
         controller.reconnect()  # needs the running loop: the first thing it does
         if os.environ.get("LOOMCHAT_BENCH_STARTUP"):
             await _report_startup(app)
+        if question := os.environ.get("LOOMCHAT_SELF_CHECK"):
+            code = await _self_check(window, session, question)
+            await controller.shutdown()
+            return code
         await quitting.wait()
+        return 0
 
     try:
-        run_on_qt(app, run_until_quit())
+        return run_on_qt(app, run_until_quit())
     finally:
         # The window closed only once its tasks had ended; stop the built-in server too.
         if session.runtime is not None:
             session.runtime.stop()
         session.store.close()
         log.info("closed")
-    return 0
