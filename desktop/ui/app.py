@@ -148,6 +148,8 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
     connection = await asyncio.wait_for(settled, 600)
     report |= {"connected": connection.ok, "status": connection.message,
                "backend": connection.backend, "model": connection.model}  # fmt: skip
+    if session.runtime is not None:  # which llama-server the built-in runtime started
+        report["runtime"] = session.runtime.command()[0]
     if connection.ok:
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
@@ -173,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(app, QApplication)
     app.setApplicationName("Loomchat")
     app.setOrganizationName("Loomchat")
+    app.setDesktopFileName("loomchat")  # matches packaging/linux/loomchat.desktop (Wayland)
     app.setWindowIcon(QIcon(str(resource("icons", "loomchat.svg"))))
     style = resource("styles", "app.qss")
     if style.is_file():
