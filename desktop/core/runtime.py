@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import hashlib
 import importlib.resources
+import importlib.util
 import os
 import shutil
 import socket
@@ -65,6 +66,14 @@ def find_llama_server() -> Path | None:
 
 def bundled_model_path() -> Path:
     return data_dir() / "models" / BUNDLED_MODEL_NAME
+
+
+def bundled_model_available() -> bool:
+    """Whether the small bundled model is here or can be put together (its parts are
+    installed): not in the packaged app, which leaves the 400 MB out."""
+    if bundled_model_path().is_file():
+        return True
+    return all(importlib.util.find_spec(package) is not None for package, _ in _BUNDLED_MODEL_PARTS)
 
 
 def ensure_bundled_model() -> Path:

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from desktop import __version__
 from desktop.core.events import ToolResult
 from desktop.core.messages import Image
+from desktop.core.runtime import bundled_model_available
 from desktop.core.session import Connection
 from desktop.core.settings import Settings, save_settings
 from desktop.ui.chat_view import ChatView
@@ -71,7 +72,7 @@ class FirstRunPanel(QWidget):
     open_settings = Signal()
     retry = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, offer_bundled_model: bool = True, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.addStretch()
@@ -87,8 +88,9 @@ class FirstRunPanel(QWidget):
             "<b>Ollama</b> (ollama.com) and run <code>ollama pull qwen3:4b</code>, or open "
             "<b>LM Studio</b> and start its server, or run <b>KoboldCPP</b> or a "
             "<b>llama.cpp</b> server. Or let Loomchat run a model itself, with no other "
-            "program: its small built-in model, or a GGUF model file you downloaded "
-            "(from huggingface.co, for example)."
+            "program: "
+            + ("its small built-in model, or " if offer_bundled_model else "")
+            + "a GGUF model file you downloaded (from huggingface.co, for example)."
         )
         explain.setWordWrap(True)
         explain.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -97,12 +99,13 @@ class FirstRunPanel(QWidget):
         layout.addWidget(explain, alignment=Qt.AlignmentFlag.AlignHCenter)
         buttons = QHBoxLayout()
         buttons.addStretch()
-        for text, signal in (
+        choices = [
             ("Use the built-in model", self.use_builtin),
             ("Choose a model file…", self.choose_model_file),
             ("Try again", self.retry),
             ("Settings…", self.open_settings),
-        ):
+        ]
+        for text, signal in choices[0 if offer_bundled_model else 1 :]:
             button = QPushButton(text)
             button.clicked.connect(signal.emit)
             buttons.addWidget(button)
@@ -178,7 +181,7 @@ class MainWindow(QMainWindow):
         self.chat = ChatView()
         self.chat.load_earlier_requested.connect(self.load_earlier)
         self.chat.image_clicked.connect(self._open_image)
-        self.first_run = FirstRunPanel()
+        self.first_run = FirstRunPanel(offer_bundled_model=bundled_model_available())
         self.first_run.use_builtin.connect(self._use_builtin)
         self.first_run.choose_model_file.connect(self._choose_model_file)
         self.first_run.retry.connect(self.controller.reconnect)

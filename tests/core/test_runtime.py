@@ -75,6 +75,10 @@ def test_a_packaged_app_without_the_bundled_model_says_to_choose_a_file(
     with pytest.raises(RuntimeSetupError, match="Choose a GGUF model file") as caught:
         runtime.ensure_bundled_model()
     assert "pip" not in str(caught.value)
+    assert not runtime.bundled_model_available()
+    runtime.bundled_model_path().parent.mkdir(parents=True)
+    runtime.bundled_model_path().write_bytes(b"GGUF")
+    assert runtime.bundled_model_available()
 
 
 async def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -367,6 +367,17 @@ def test_first_run_offers_a_model_file_for_the_built_in_runtime(
     assert window.session.settings.runtime_model == str(model)
 
 
+def test_without_the_bundled_model_the_start_screen_offers_only_a_model_file(qtbot: Any) -> None:
+    from PySide6.QtWidgets import QPushButton
+
+    from desktop.ui.main_window import FirstRunPanel
+
+    panel = FirstRunPanel(offer_bundled_model=False)
+    qtbot.addWidget(panel)
+    buttons = [b.text() for b in panel.findChildren(QPushButton)]
+    assert buttons == ["Choose a model file…", "Try again", "Settings…"]
+
+
 def test_the_inspector_catches_up_when_opened_after_the_turn(
     qtbot: Any, make_window: WindowFactory
 ) -> None:
