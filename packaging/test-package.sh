@@ -21,6 +21,8 @@ deb="$(ls build/loomchat_*.deb | head -n 1)"
 model="${LOOMCHAT_TEST_MODEL:-$(.venv/bin/python -c 'from desktop.core.runtime import ensure_bundled_model; print(ensure_bundled_model())')}"
 
 echo "== install $deb"
+# desktop-file-validate checks the menu entry against the freedesktop spec.
+$sudo apt-get install -y -qq --no-install-recommends desktop-file-utils >/dev/null || true
 $sudo apt-get install -y -qq --no-install-recommends "./$deb" >/dev/null
 [ -L /usr/bin/loomchat ] || fail "loomchat is not on PATH"
 [ -x /opt/loomchat/loomchat ] || fail "/opt/loomchat/loomchat missing"
