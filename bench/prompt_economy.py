@@ -18,7 +18,7 @@ import httpx
 
 from desktop.core.backends import make_provider, on_track
 from desktop.core.builtins import builtin_tools
-from desktop.core.emulation import emulated_history, render_tool_prompt
+from desktop.core.emulation import TOOL_PROMPT_HEAD, emulated_history, render_tool_prompt
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions, UsageReport
@@ -54,8 +54,10 @@ async def main() -> None:
         async with httpx.AsyncClient(timeout=60) as client:
             compact = await count_tokens(client, server.base_url, render_tool_prompt(tools))
             verbose = await count_tokens(client, server.base_url, verbose_rendering(tools))
-        print(f"tool block, {len(tools)} tools: {compact} tokens; verbose rendering: {verbose} "
-              f"tokens; ratio {compact / verbose:.2f}")  # fmt: skip
+            head = await count_tokens(client, server.base_url, TOOL_PROMPT_HEAD)
+        print(f"tool block, {len(tools)} tools: {compact} tokens ({head} of them the "
+              f"instructions); verbose rendering: {verbose} tokens; ratio {compact / verbose:.2f}, "
+              f"tools alone {(compact - head) / verbose:.2f}")  # fmt: skip
 
         traced = TracingProvider(make_provider("llamacpp", server.base_url))
         active, _ = on_track(traced, "emulated")

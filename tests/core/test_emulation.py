@@ -528,3 +528,23 @@ async def test_no_probe_after_prose_or_without_token_odds() -> None:
         [Step(chunks=["{"]), Step(chunks=[CALL])], reports_token_odds=False
     )
     assert len(no_odds.requests) == 2 and reply.tool_calls
+
+
+def test_the_prompt_leaves_out_bounds_and_extra_examples_but_no_parameter() -> None:
+    """Bounds are validation's to enforce and explain; a parameter named like a keyword
+    is still a parameter."""
+    values = {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 500,
+              "description": "the numbers"}  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {"values": values, "maxLength": {"type": "integer", "minimum": 1}},
+        "required": ["values"],
+        "additionalProperties": False,
+    }
+    examples = (Example("plot 1 2", {"values": [1, 2]}), Example("plot 3", {"values": [3]}))
+    prompt = render_tool_prompt([Tool("plot", "Plot", schema, noop, examples=examples)])
+    shown = '"values": {"type": "array", "items": {"type": "number"}, "description": "the numbers"}'
+    assert shown in prompt
+    assert '"maxLength": {"type": "integer", "minimum": 1}' in prompt
+    assert "minItems" not in prompt and "maxItems" not in prompt
+    assert prompt.count("example:") == 1 and '"plot 1 2"' in prompt
