@@ -534,12 +534,12 @@ class ConstrainedTools(EmulatedTools):
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
-        odds = 1.0  # no odds after all: trust the call
+        odds: float | None = None
         async with aclosing(self.inner.stream(history, [], probe)) as answer:
             async for event in answer:  # read to the end: one token, then its usage
-                if isinstance(event, TokenOdds) and odds == 1.0:
+                if isinstance(event, TokenOdds) and odds is None:
                     odds = call_odds(event.alternatives)
-        return odds
+        return 1.0 if odds is None else odds  # no odds after all: trust the call
 
     async def stream(
         self,
@@ -611,13 +611,20 @@ class ConstrainedTools(EmulatedTools):
     async def _plain_answer(
         self, messages: Sequence[Message], options: RequestOptions, raw: str
     ) -> AsyncGenerator[ProviderEvent, None]:
-        """The answer without tools, for a call the model was unsure of."""
+        """The answer without tools, for a call the model was unsure of. All of it is text,
+        shown as it streams, even JSON: no call can come of it."""
         plain_options = replace(options, phase="plain")
         plain = self.inner.stream(emulated_history(messages, []), [], plain_options)
-        async with aclosing(calls_from_text(plain, [])) as answer:
+        splitter = ThinkSplitter()
+        async with aclosing(plain) as answer:
             async for event in answer:
-                if isinstance(event, Reply):
-                    event = Reply(
-                        event.text, [], [], f"{raw}\n[plain]\n{event.raw}", event.finish_reason
-                    )
-                yield event
+                if isinstance(event, TextChunk):
+                    for thinking, text in splitter.feed(event.text):
+                        yield ThinkingChunk(text) if thinking else TextChunk(text)
+                elif isinstance(event, Reply):
+                    for thinking, text in splitter.flush():
+                        yield ThinkingChunk(text) if thinking else TextChunk(text)
+                    text, _ = strip_thinking(event.text)
+                    yield Reply(text, [], [], f"{raw}\n[plain]\n{event.raw}", event.finish_reason)
+                elif not isinstance(event, TokenOdds):
+                    yield event

@@ -509,6 +509,33 @@ async def test_a_call_the_model_is_unsure_of_becomes_a_plain_answer() -> None:
     assert "[odds of a call: 0.70]" in reply.raw
 
 
+async def test_the_plain_answer_is_all_text_even_json() -> None:
+    """Once the gate has turned a call down, nothing in the answer is a call: a model that
+    writes JSON anyway is shown it, not an empty answer."""
+    from desktop.core.emulation import ConstrainedTools
+
+    unsure = [("{", 0.6), ("Hi", 0.4)]
+    provider = ScriptedProvider(
+        [
+            Step(chunks=["{"]),
+            Step(odds=unsure),
+            Step(chunks=['{"name": "search", ', '"arguments": {}}']),
+        ],
+        constrains_json=True,
+        reports_token_odds=True,
+    )
+    shown, reply = [], None
+    async for event in ConstrainedTools(provider).stream(
+        [Message.user("hi")], [SEARCH], RequestOptions()
+    ):
+        if isinstance(event, TextChunk):
+            shown.append(event.text)
+        elif isinstance(event, Reply):
+            reply = event
+    assert reply is not None and reply.tool_calls == []
+    assert "".join(shown) == reply.text == '{"name": "search", "arguments": {}}'
+
+
 async def test_a_call_the_model_is_sure_of_is_made() -> None:
     sure = [("{", 0.9), ("[", 0.05), ("Argentina", 0.05)]
     provider, reply = await gated_run(
