@@ -488,27 +488,46 @@ CALL_TOKEN_BUDGET = 1024
 # on the BFCL dev set, whose two halves each agree on 0.89-0.91 (bench/accuracy.py).
 MIN_CALL_ODDS = 0.9
 _CALL_OPENERS = ("{", "[", "`")
+_FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+# How far past the start of a call the free answer is read for the first call's name.
+_NAME_LOOKAHEAD = 300
 
 
-def call_schema(tools: Sequence[Tool]) -> dict[str, Any]:
+def call_schema(tools: Sequence[Tool], first: str | None = None) -> dict[str, Any]:
     """The JSON Schema of the calls of one step, always a list: under it, a backend's
     grammar cannot produce an unknown name, a missing argument or broken JSON.
 
     A list, not one call, because a small model given the choice writes one call even when
     asked about three cities; made to write a list, it lists them (parallel cases on the
-    dev set: 13% -> 53%, single calls unchanged)."""
-    one = {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"name": {"const": t.name}, "arguments": t.parameters},
-                "required": ["name", "arguments"],
-                "additionalProperties": False,
-            }
-            for t in tools
-        ]
+    dev set: 13% -> 47-53%, single calls unchanged).
+
+    `first` pins the list's first call to the tool the model's free answer opened with:
+    unpinned, a model whose free answer was one fitting call could start its list by
+    copying an example call to another tool. Each call's schema is written once, in
+    `$defs`, and referenced (llama.cpp turns a $ref into one grammar rule)."""
+    names = [t.name for t in tools]
+    defs: dict[str, Any] = {
+        f"call{i}": {
+            "type": "object",
+            "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for i, t in enumerate(tools)
     }
-    return {"type": "array", "items": one, "minItems": 1, "maxItems": MAX_CALLS_PER_STEP}
+    defs["call"] = {"anyOf": [{"$ref": f"#/$defs/call{i}"} for i in range(len(tools))]}
+    any_call = {"$ref": "#/$defs/call"}
+    if first not in names:
+        return {"$defs": defs, "type": "array", "items": any_call, "minItems": 1,
+                "maxItems": MAX_CALLS_PER_STEP}  # fmt: skip
+    pinned = {"$ref": f"#/$defs/call{names.index(first)}"}
+    # One exact length per alternative: llama.cpp reads `prefixItems` as a whole tuple.
+    lists = [
+        {"type": "array", "prefixItems": [pinned, *[any_call] * more],
+         "minItems": more + 1, "maxItems": more + 1}
+        for more in range(MAX_CALLS_PER_STEP)
+    ]  # fmt: skip
+    return {"$defs": defs, "anyOf": lists}
 
 
 def call_odds(alternatives: Iterable[tuple[str, float]]) -> float:
@@ -564,8 +583,11 @@ class ConstrainedTools(EmulatedTools):
                 if isinstance(event, TextChunk):
                     for piece in visible.feed(event.text):
                         yield piece
-                    if gate.holding:
-                        break  # a call begins: stop this generation (closing the stream)
+                    if gate.holding and (
+                        _FIRST_NAME.search(gate.buffer, gate.released)
+                        or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD
+                    ):
+                        break  # a call begins and names its tool: stop (closing the stream)
                 elif isinstance(event, Reply):
                     reply = event
                 elif not isinstance(event, TokenOdds):
@@ -587,9 +609,9 @@ class ConstrainedTools(EmulatedTools):
                     yield event
                 return
         budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
-        constrained = replace(
-            options, json_schema=call_schema(tools), max_tokens=budget, phase="constrained"
-        )
+        named = _FIRST_NAME.search(gate.buffer, gate.released)
+        schema = call_schema(tools, first=named.group(1) if named else None)
+        constrained = replace(options, json_schema=schema, max_tokens=budget, phase="constrained")
         forced_text: list[str] = []
         async with aclosing(self.inner.stream(history, [], constrained)) as forced:
             async for event in forced:

@@ -157,7 +157,9 @@ async def test_ollama_from_the_cli(tools_file: Path) -> None:
     assert events[-1]["text"] == "Cold in Oslo."
     chat = [r.json() for r in server.requests if r.path == "/api/chat"]
     assert chat[0]["options"]["num_ctx"] == 8192 and "tools" not in chat[0]
-    assert "format" not in chat[0] and chat[1]["format"]["type"] == "array"  # two phases
+    assert "format" not in chat[0]  # two phases: the second is constrained, to get_weather first
+    assert chat[1]["format"]["$defs"]["call0"]["properties"]["name"] == {"const": "get_weather"}
+    assert chat[1]["format"]["anyOf"][0]["prefixItems"] == [{"$ref": "#/$defs/call0"}]
 
 
 async def test_koboldcpp_from_the_cli() -> None:

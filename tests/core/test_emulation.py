@@ -448,6 +448,41 @@ async def test_a_call_is_generated_again_under_the_schema() -> None:
     assert reply.text == "Let me look." and "[constrained]" in reply.raw
 
 
+def test_the_call_schema_can_pin_the_first_call_to_a_tool() -> None:
+    """The free answer opened a call to current_time: the list starts with it, then any."""
+    import jsonschema
+
+    from desktop.core.emulation import MAX_CALLS_PER_STEP, call_schema
+
+    schema = call_schema([SEARCH, CLOCK], first="current_time")
+    clock = {"name": "current_time", "arguments": {}}
+    search = {"name": "search", "arguments": {"query": "x"}}
+    for good in ([clock], [clock, search], [clock, clock, search], [clock] * MAX_CALLS_PER_STEP):
+        jsonschema.validate(good, schema)
+    for bad in ([search], [search, clock], [], [clock] * (MAX_CALLS_PER_STEP + 1), clock):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    assert call_schema([SEARCH, CLOCK], first="no_such_tool") == call_schema([SEARCH, CLOCK])
+
+
+async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named() -> None:
+    from desktop.core.emulation import call_schema
+
+    provider = ScriptedProvider(
+        [
+            Step(chunks=['{"na', 'me": "current', '_time", "arguments": {', "}}"]),
+            Step(chunks=['[{"name": "current_time", "arguments": {}}]']),
+        ],
+        constrains_json=True,
+    )
+    _, reply = await constrained_run(provider, [SEARCH, CLOCK])
+    assert provider.closed_early == 1  # read up to the name, not to the end
+    assert provider.requests[1].options.json_schema == call_schema(
+        [SEARCH, CLOCK], first="current_time"
+    )
+    assert [c.name for c in reply.tool_calls] == ["current_time"]
+
+
 def test_the_call_schema_admits_only_lists_of_real_calls() -> None:
     import jsonschema
 

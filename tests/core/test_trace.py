@@ -84,7 +84,8 @@ async def test_the_constrained_phase_is_part_of_its_step() -> None:
     assert trace.steps[0].raw_output.startswith("Looking. {")  # the free answer, cut at the call
     assert trace.steps[0].raw_output.endswith("[generation stopped here]")
     (phase,) = trace.steps[0].phases
-    assert phase.step == 0 and phase.options["json_schema"]["type"] == "array"
+    pinned = phase.options["json_schema"]["anyOf"][0]["prefixItems"][0]  # the free answer's tool
+    assert phase.step == 0 and pinned == {"$ref": "#/$defs/call0"}
     assert phase.options["phase"] == "constrained"
     assert phase.raw_output == raw_call
     assert [e["kind"] for e in trace.steps[0].events] == [
