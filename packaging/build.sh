@@ -55,6 +55,15 @@ step "bundle (PyInstaller)"
 LOOMCHAT_ICONS="$out/icons" LOOMCHAT_LLAMA_DIR="$out/llama" LOOMCHAT_VERSION="$version" "$venv" -m PyInstaller \
   --noconfirm --log-level WARN --distpath "$out/dist" --workpath "$out/work" packaging/loomchat.spec
 
+if [ "$(uname -s)" = Linux ]; then
+  step "strip"
+  # Not the libraries auditwheel put in *.libs/ with hashed names (numpy's OpenBLAS and
+  # the like): patchelf moved their segments, and strip leaves them unloadable ("ELF load
+  # command address/offset not page-aligned"). The rest loses its symbols: ~45 MB.
+  find "$out/dist/loomchat/_internal" -name "*.so*" -type f -not -path "*.libs/*" \
+    -not -regex '.*-[0-9a-f]\{8\}\.so.*' -print0 | xargs -0 strip --strip-unneeded 2>/dev/null || true
+fi
+
 step "portable archive"
 tarball="$out/loomchat-$version-linux-$arch.tar.gz"
 tar -C "$out/dist" -czf "$tarball" loomchat

@@ -69,6 +69,7 @@ import json, sys
 report = json.loads(sys.argv[1])
 assert report["window_shown"] and report["connected"], report
 assert report["answer"] and not report["answer"].startswith("failed"), report
+assert report["tools"] and set(report["tools"].values()) == {"ok"}, report["tools"]
 PY
   [ -z "${3:-}" ] || python3 -c "import json, sys; report = json.loads(sys.argv[1]); $3" "$report"
 }

@@ -18,6 +18,7 @@ from PySide6.QtCore import QStandardPaths
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from desktop.core.messages import ToolCall
 from desktop.core.secrets import SecretStore
 from desktop.core.session import Connection, Session
 from desktop.core.settings import Settings, SettingsError, load_settings
@@ -131,9 +132,9 @@ async def _report_startup(app: QApplication) -> None:
 
 
 async def _self_check(window: MainWindow, session: Session, question: str) -> int:
-    """For the installer test (packaging/test-package.sh): once the window is shown and a
-    backend answers, ask `question` through the window, print what happened as one JSON
-    line, and say whether an answer came back (0) or not (1)."""
+    """For the installer test (packaging/test-package.sh): with the window shown, run each
+    tool on its example, and once a backend answers ask `question` through the window;
+    print what happened as one JSON line, and say whether all went well (0) or not (1)."""
     import json
 
     report: dict[str, Any] = {"window_shown": window.isVisible()}
@@ -144,6 +145,16 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
             settled.set_result(connection)
 
     window.controller.connection_changed.connect(on_connection)
+    # Each tool on its own first example, with no model in the way: a bundle that lost a
+    # library (numpy for charts, say) fails here, not in a user's chat.
+    tools: dict[str, str] = {}
+    toolbox = session.toolbox()
+    for tool in toolbox:
+        if tool.examples and not tool.needs_approval:
+            call = ToolCall(f"check-{tool.name}", tool.name, tool.examples[0].arguments)
+            outcome = await toolbox.run(call)
+            tools[tool.name] = f"error: {outcome.error}" if outcome.error else "ok"
+    report["tools"] = tools
     # The built-in runtime may take a while to load its model.
     connection = await asyncio.wait_for(settled, 600)
     report |= {"connected": connection.ok, "status": connection.message,
@@ -170,7 +181,8 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
     else:
         print(json.dumps(report), flush=True)
     answered = bool(report.get("answer")) and not report["answer"].startswith("failed")
-    return 0 if report["window_shown"] and answered else 1
+    tools_ok = all(result == "ok" for result in tools.values())
+    return 0 if report["window_shown"] and answered and tools_ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
