@@ -23,7 +23,12 @@ from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.mcp_tools import McpConfigError, McpServers, load_mcp_config
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, RequestOptions
-from desktop.core.runtime import LlamaServer, RuntimeSetupError, ensure_bundled_model
+from desktop.core.runtime import (
+    LlamaServer,
+    RuntimeSetupError,
+    bundled_model_available,
+    ensure_bundled_model,
+)
 from desktop.core.secrets import SecretStore
 from desktop.core.settings import Settings
 from desktop.core.store import ChatStore
@@ -143,10 +148,11 @@ class Session:
             self.connection = Connection(False, str(exc), self.settings.backend)
             return self.connection
         if provider is None:
+            own = "use the built-in model" if bundled_model_available() else "choose a model file"
             self.connection = Connection(
                 False,
                 "No model server is running. Start Ollama, LM Studio, KoboldCPP or a llama.cpp "
-                "server, or use the built-in model.",
+                f"server, or {own}.",
                 "auto",
             )
             return self.connection
