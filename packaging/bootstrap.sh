@@ -23,19 +23,7 @@ qt_libs=(libglib2.0-0 libgl1 libegl1 libfontconfig1 libxkbcommon0 libdbus-1-3
 build_tools=(cmake g++ make)
 test_tools=(xvfb xauth)
 
-apt_install() {
-  command -v apt-get >/dev/null || return 0
-  local missing=()
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "Installing system packages: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+source "$here/packaging/apt-install.sh"
 
 python="${PYTHON:-python3}"
 extras="runtime,model"

@@ -20,18 +20,8 @@ out="$here/build"
 version="$("$python" -c "import tomllib; print(tomllib.load(open('pyproject.toml', 'rb'))['project']['version'])")"
 arch="$(uname -m)"
 
-apt_install() {  # what PyInstaller (binutils: strip, objdump) and the .deb need
-  command -v apt-get >/dev/null || return 0
-  local missing=()
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+source "$here/packaging/apt-install.sh"
+# What PyInstaller (binutils: strip, objdump), the llama-server build and the icons need.
 apt_install binutils cmake g++ make libglib2.0-0 libgl1 libegl1 libfontconfig1 libxkbcommon0 libdbus-1-3
 
 step() { printf '\n== %s (%ss)\n' "$1" "$SECONDS"; }
