@@ -367,11 +367,13 @@ def _joined(first: list[Part], second: list[Part]) -> list[Part]:
 
 
 class VisibleText:
-    """Streamed text split into thinking (shown as such) and prose let through the gate."""
+    """Streamed text split into thinking (shown as such) and prose let through the gate.
+    With `hold_calls=False` all prose is shown as it comes (an answer that cannot call)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hold_calls: bool = True) -> None:
         self.splitter = ThinkSplitter()
         self.gate = ProseGate()
+        self.hold_calls = hold_calls
 
     def feed(self, text: str) -> list[ProviderEvent]:
         return self._shown(self.splitter.feed(text))
@@ -384,6 +386,8 @@ class VisibleText:
         for thinking, text in pieces:
             if thinking:
                 out.append(ThinkingChunk(text))
+            elif not self.hold_calls:
+                out.append(TextChunk(text))
             elif released := self.gate.feed(text):
                 out.append(TextChunk(released))
         return out
@@ -578,16 +582,16 @@ class ConstrainedTools(EmulatedTools):
         visible = VisibleText()
         gate = visible.gate
         reply: Reply | None = None
+        named: re.Match[str] | None = None  # the first call's tool, once the call names it
         async with aclosing(self.inner.stream(history, [], options)) as free:
             async for event in free:
                 if isinstance(event, TextChunk):
                     for piece in visible.feed(event.text):
                         yield piece
-                    if gate.holding and (
-                        _FIRST_NAME.search(gate.buffer, gate.released)
-                        or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD
-                    ):
-                        break  # a call begins and names its tool: stop (closing the stream)
+                    if gate.holding:
+                        named = _FIRST_NAME.search(gate.buffer, gate.released)
+                        if named or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD:
+                            break  # a call begins and names its tool: stop (closing the stream)
                 elif isinstance(event, Reply):
                     reply = event
                 elif not isinstance(event, TokenOdds):
@@ -609,7 +613,6 @@ class ConstrainedTools(EmulatedTools):
                     yield event
                 return
         budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
-        named = _FIRST_NAME.search(gate.buffer, gate.released)
         schema = call_schema(tools, first=named.group(1) if named else None)
         constrained = replace(options, json_schema=schema, max_tokens=budget, phase="constrained")
         forced_text: list[str] = []
@@ -637,15 +640,15 @@ class ConstrainedTools(EmulatedTools):
         shown as it streams, even JSON: no call can come of it."""
         plain_options = replace(options, phase="plain")
         plain = self.inner.stream(emulated_history(messages, []), [], plain_options)
-        splitter = ThinkSplitter()
+        visible = VisibleText(hold_calls=False)
         async with aclosing(plain) as answer:
             async for event in answer:
                 if isinstance(event, TextChunk):
-                    for thinking, text in splitter.feed(event.text):
-                        yield ThinkingChunk(text) if thinking else TextChunk(text)
+                    for piece in visible.feed(event.text):
+                        yield piece
                 elif isinstance(event, Reply):
-                    for thinking, text in splitter.flush():
-                        yield ThinkingChunk(text) if thinking else TextChunk(text)
+                    for piece in visible.flush():
+                        yield piece
                     text, _ = strip_thinking(event.text)
                     yield Reply(text, [], [], f"{raw}\n[plain]\n{event.raw}", event.finish_reason)
                 elif not isinstance(event, TokenOdds):
