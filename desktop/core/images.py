@@ -4,11 +4,15 @@ sane size, so a 12-megapixel photo does not become a 20 MB request."""
 from __future__ import annotations
 
 import io
+import warnings
 
 from desktop.core.messages import Image
 
 MAX_SIDE = 1568  # px; vision models downscale beyond this anyway
 MAX_BYTES = 4 * 1024 * 1024
+# Larger pictures are refused before they are decoded: a small file can unpack to
+# gigabytes (a "decompression bomb"). 50 megapixels is more than any camera photo here.
+MAX_PIXELS = 50_000_000
 
 
 class ImageError(ValueError):
@@ -20,12 +24,21 @@ def fit_image(data: bytes, max_side: int = MAX_SIDE, max_bytes: int = MAX_BYTES)
 
     Raises `ImageError` for data that is not an image Pillow can read (SVG, for one)."""
     from PIL import Image as Pillow
-    from PIL import UnidentifiedImageError
 
     try:
-        picture = Pillow.open(io.BytesIO(data))
-        picture.load()
-    except (UnidentifiedImageError, OSError) as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Pillow.DecompressionBombWarning)
+            picture = Pillow.open(io.BytesIO(data))
+            width, height = picture.size
+            if width * height > MAX_PIXELS:
+                raise ImageError(
+                    f"the image is {width}×{height} pixels; images over "
+                    f"{MAX_PIXELS // 1_000_000} megapixels are not read"
+                )
+            picture.load()
+    except ImageError:
+        raise
+    except Exception as exc:  # Pillow's many ways to say "not an image I can read"
         raise ImageError(f"not an image that can be shown to a model ({exc})") from None
     fits = max(picture.size) <= max_side and len(data) <= max_bytes
     if fits and picture.format in ("PNG", "JPEG"):

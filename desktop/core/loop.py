@@ -11,6 +11,7 @@ conversation as it was before that step: no half-received call, no call without 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -41,9 +42,10 @@ from desktop.core.providers.base import (
     ThinkingChunk,
     UsageReport,
 )
-from desktop.core.tools import Approver, Outcome, Toolbox
+from desktop.core.tools import Approver, Outcome, Toolbox, limit_content
 
 DEFAULT_MAX_TOOL_CALLS = 10
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,30 @@ async def run_turn(
     """Run one turn over `conversation` (which ends with the user's message) and extend it.
 
     Tools that change things (`needs_approval`) run only if `approver` says yes; without
-    an approver they are declined.
+    an approver they are declined. Whatever goes wrong, the turn ends with `TurnFinished`
+    or `TurnFailed`: nothing a model, a tool or a backend sends escapes as an exception.
     """
+    step = 0
+    try:
+        turn = _turn(provider, toolbox, conversation, settings, dedupe, approver)
+        async with aclosing(turn) as events:
+            async for event in events:
+                step = event.step
+                yield event
+    except Exception as exc:  # a bug: the turn ends with a message, the app goes on
+        log.exception("turn failed unexpectedly")
+        detail = limit_content(f"{type(exc).__name__}: {exc}", 500)
+        yield TurnFailed(step, f"Something went wrong in this turn ({detail}). Try again.")
+
+
+async def _turn(
+    provider: Provider,
+    toolbox: Toolbox,
+    conversation: list[Message],
+    settings: LoopSettings | None,
+    dedupe: Deduplicator | None,
+    approver: Approver | None,
+) -> AsyncGenerator[Event, None]:
     settings = settings or LoopSettings()
     dedupe = dedupe or Deduplicator()
     dedupe.new_turn()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -19,13 +20,22 @@ import jsonschema
 from jsonschema.exceptions import ValidationError
 
 from desktop.core.images import ImageError, fit_image
-from desktop.core.messages import Image, ToolCall
+from desktop.core.isolation import run_isolated
+from desktop.core.messages import Image, ToolCall, without_surrogates
 
 DEFAULT_TIMEOUT_S = 60.0
 # A longer result is cut, with a note: it would crowd the model's context out.
 MAX_RESULT_CHARS = 16_000
 # Tools that declare a cooldown without a length get this one (design.md section 3).
 DEFAULT_COOLDOWN_S = 30.0
+# A reason a call was refused goes back to the model too: short, whatever the call was.
+MAX_REASON_CHARS = 2_000
+MAX_PROBLEM_CHARS = 200
+MAX_PROBLEMS = 8
+# Arguments beyond these are refused before validation, which would take seconds on them
+# (a million chart points: 13 s). No real call of a local model comes near.
+MAX_ARGUMENT_NODES = 10_000
+MAX_ARGUMENT_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -160,25 +170,32 @@ class Toolbox:
         return validate_arguments(tool, arguments)
 
     async def run(self, call: ToolCall) -> Outcome:
+        """Run a call; the timeout covers the handler and the conversion of its images,
+        and stops both (their CPU-bound work runs in a worker process that it kills)."""
         tool = self._tools[call.name]
         started = time.perf_counter()
         try:
-            raw = await asyncio.wait_for(tool.handler(call.arguments), timeout=tool.timeout_s)
+            content, images = await asyncio.wait_for(_produce(tool, call), tool.timeout_s)
         except TimeoutError:
             message = f"Tool {call.name} timed out after {tool.timeout_s:g} s."
             return Outcome(f"Error: {message}", [], _ms_since(started), message)
         except Exception as exc:  # a tool's failure is data for the model, not a crash
-            message = f"{type(exc).__name__}: {exc}"
+            message = limit_content(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS)
             return Outcome(f"Error: {message}", [], _ms_since(started), message)
-        output = raw if isinstance(raw, ToolOutput) else ToolOutput(raw)
-        content = limit_content(render_content(output.content))
-        images: list[Image] = []
-        for image in output.images:
-            try:
-                images.append(fit_image(image.data))
-            except ImageError as exc:
-                content += f"\n[An image was left out: {exc}.]"
         return Outcome(content, images, _ms_since(started))
+
+
+async def _produce(tool: Tool, call: ToolCall) -> tuple[str, list[Image]]:
+    raw = await tool.handler(call.arguments)
+    output = raw if isinstance(raw, ToolOutput) else ToolOutput(raw)
+    content = limit_content(without_surrogates(render_content(output.content)))
+    images: list[Image] = []
+    for image in output.images:
+        try:  # an image from a tool or an MCP server may be huge or hostile: decoded apart
+            images.append(await run_isolated(fit_image, image.data))
+        except ImageError as exc:
+            content += f"\n[An image was left out: {exc}.]"
+    return content, images
 
 
 def limit_content(text: str, limit: int = MAX_RESULT_CHARS) -> str:
@@ -191,6 +208,9 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
+# Longer digit strings are left as text: no argument means them, and Python refuses to
+# read an int of over 4,300 digits.
+_MAX_NUMBER_CHARS = 100
 _INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _FITS: dict[str, Callable[[Any], bool]] = {
@@ -208,25 +228,36 @@ def repair_arguments(schema: Any, value: Any) -> Any:
     """`value` with the type slips a small model makes fixed where the schema leaves one
     reading: "5" or 5.0 for an integer, "2.5" for a number, "true"/"false" for a boolean,
     a number for a string. Nested objects and arrays too. Anything else is left as it is,
-    for validation to report."""
+    for validation to report. Never raises: what it cannot read, it leaves alone."""
+    if size_problem(value) is not None:
+        return value  # validation refuses it, with the reason
+    try:
+        return _repaired(schema, value)
+    except (ValueError, OverflowError, TypeError, RecursionError):
+        return value
+
+
+def _repaired(schema: Any, value: Any) -> Any:
     if not isinstance(schema, dict):
         return value
     if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
         properties = schema["properties"]
-        return {k: repair_arguments(properties.get(k), v) for k, v in value.items()}
+        return {k: _repaired(properties.get(k), v) for k, v in value.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [repair_arguments(schema["items"], item) for item in value]
+        return [_repaired(schema["items"], item) for item in value]
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if not isinstance(kinds, list) or any(_FITS.get(k, lambda _: True)(value) for k in kinds):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= _MAX_NUMBER_CHARS:
         text = value.strip()
         if "integer" in kinds and _INTEGER.fullmatch(text):
             return int(text)
         if "number" in kinds and _NUMBER.fullmatch(text):
             number = float(text)
-            return int(number) if _INTEGER.fullmatch(text) else number
+            if not math.isfinite(number):
+                return value  # "1" followed by 400 digits is no float: validation says so
+            return int(text) if _INTEGER.fullmatch(text) else number
         if "boolean" in kinds and text.lower() in ("true", "false"):
             return text.lower() == "true"
     elif isinstance(value, float) and value.is_integer() and "integer" in kinds:
@@ -244,6 +275,8 @@ def validate_arguments(tool: Tool, arguments: Any) -> str | None:
             f"Arguments for {tool.name} must be a JSON object, got {_json_type(arguments)}. "
             f"Its parameters are: {params}."
         )
+    if (too_large := size_problem(arguments)) is not None:
+        return f"Invalid arguments for {tool.name}: {too_large}. Its parameters are: {params}."
     problems: list[str] = []
     unknown = [key for key in arguments if key not in tool.properties]
     if unknown and tool.parameters.get("additionalProperties") is not True:
@@ -259,19 +292,44 @@ def validate_arguments(tool: Tool, arguments: Any) -> str | None:
         problems.append(_describe(error))
     if not problems:
         return None
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = [f"and {len(problems) - MAX_PROBLEMS} more problems"]
     required = ", ".join(tool.required) or "none"
-    return (
+    return limit_content(
         f"Invalid arguments for {tool.name}: {'; '.join(problems)}. "
-        f"Its parameters are: {params} (required: {required})."
+        f"Its parameters are: {params} (required: {required}).",
+        MAX_REASON_CHARS,
     )
+
+
+def size_problem(value: Any) -> str | None:
+    """Why arguments are too large or too deep to look at, or None. Iterative: a value
+    nested a million levels deep is measured without recursion."""
+    nodes = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        nodes += 1
+        if nodes > MAX_ARGUMENT_NODES:
+            return f"the arguments hold more than {MAX_ARGUMENT_NODES} values"
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+        if isinstance(item, dict):
+            pending.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            pending.extend((v, depth + 1) for v in item)
+    return None
 
 
 def _describe(error: ValidationError) -> str:
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return f"missing required argument '{missing}'"
-    where = ".".join(str(p) for p in error.absolute_path)
-    return f"'{where}': {error.message}" if where else error.message
+    where = ".".join(str(p) for p in error.absolute_path)[:MAX_PROBLEM_CHARS]
+    message = error.message
+    if len(message) > MAX_PROBLEM_CHARS:  # jsonschema quotes the whole value
+        message = f"{message[: MAX_PROBLEM_CHARS // 2]} … {message[-MAX_PROBLEM_CHARS // 2 :]}"
+    return f"'{where}': {message}" if where else message
 
 
 def _json_type(value: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,8 @@ from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Connection, Session
 from desktop.core.tools import Tool
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -116,6 +119,9 @@ class ChatController(QObject):
             self.turn_stopped.emit()
         except ProviderError as exc:
             self.turn_failed.emit(str(exc))
+        except Exception as exc:  # the store, a bug: said in the window, never a dead turn
+            log.exception("turn failed")
+            self.turn_failed.emit(f"Something went wrong: {type(exc).__name__}: {exc}")
         finally:
             speed = self._speed(conversation_id)
             if speed:

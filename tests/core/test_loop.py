@@ -717,3 +717,32 @@ async def test_create_chart_end_to_end_the_png_goes_back_as_a_user_image() -> No
     assert sent.role == "user"
     assert [i.data for i in sent.images] == [result.images[0].data]
     assert events[-1] == TurnFinished(1, "It warms up.")
+
+
+# --- nothing a model sends escapes the loop ------------------------------------------------
+
+
+async def test_a_huge_number_as_an_argument_is_refused_and_the_turn_goes_on() -> None:
+    tool = Tool(
+        "repeat",
+        "repeat",
+        {"type": "object", "properties": {"times": {"type": "integer"}}, "required": ["times"]},
+        Recorder().handle,
+    )
+    provider = ScriptedProvider([native("repeat", times="1" + "0" * 400), "Sorry."])
+    events, _ = await turn(provider, [tool])
+    assert kinds(events) == ["tool_call", "tool_rejected", "turn_finished"]
+
+
+async def test_an_unexpected_error_ends_the_turn_with_a_message() -> None:
+    async def approver(call: ToolCall, tool: Tool) -> bool:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    recorder = Recorder(needs_approval=True)
+    provider = ScriptedProvider([native("search", q="x")])
+    events, conversation = await turn(provider, [recorder.tool], approver=approver)
+    assert kinds(events) == ["tool_call", "turn_failed"]
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed)
+    assert "OverflowError: cannot convert float infinity to integer" in failed.message
+    assert [m.role for m in conversation] == ["user"]  # the half step was not kept

@@ -1,4 +1,5 @@
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -191,3 +192,66 @@ def test_the_toolbox_repairs_a_call_and_keeps_a_correct_one_as_it_is() -> None:
     assert box.repaired(correct) is correct
     unknown = ToolCall("c3", "nope", {"count": "3"})
     assert box.repaired(unknown) is unknown
+
+
+# --- hostile arguments: repair never raises, validation is bounded -----------------------
+
+
+def deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "1" + "0" * 400,  # float() gives inf, and int(inf) raised OverflowError
+        "9" * 5000,  # past Python's 4,300-digit limit: int() raised ValueError
+        "1e999",
+        "-" + "7" * 4400,
+        float("inf"),
+        float("nan"),
+    ],
+)
+def test_repair_never_raises_and_leaves_what_it_cannot_read(given: Any) -> None:
+    box = Toolbox([weather()])
+    call = box.repaired(ToolCall("c", "get_weather", {"city": "Oslo", "days": given}))
+    assert call.arguments["days"] is given
+    reason = box.validate("get_weather", call.arguments)
+    assert reason is not None and "'days'" in reason and len(reason) < 2_000
+
+
+def test_arguments_nested_a_hundred_thousand_deep_are_refused_without_recursion() -> None:
+    box = Toolbox([weather()])
+    arguments = {"city": deep(100_000)}
+    assert box.repaired(ToolCall("c", "get_weather", arguments)).arguments is arguments
+    assert box.validate("get_weather", arguments) == (
+        "Invalid arguments for get_weather: the arguments are nested more than 32 levels "
+        "deep. Its parameters are: city, unit, days."
+    )
+
+
+def test_a_million_chart_points_are_refused_fast_with_a_short_reason() -> None:
+    from desktop.core.builtins.charts import CREATE_CHART
+
+    points = 1_000_000
+    arguments = {"type": "bar", "title": "t", "labels": ["x"] * points, "values": [1] * points}
+    box = Toolbox([CREATE_CHART])
+    started = time.perf_counter()
+    reason = box.validate(
+        "create_chart", box.repaired(ToolCall("c", "create_chart", arguments)).arguments
+    )
+    assert time.perf_counter() - started < 1.0  # was 13 s
+    assert reason is not None and "more than 10000 values" in reason
+
+
+def test_every_refusal_reason_is_capped() -> None:
+    from desktop.core.builtins.charts import CREATE_CHART
+
+    # Under the size bound, but every value wrong, each quoted whole by jsonschema.
+    arguments = {"type": "pie", "title": "t", "labels": [1] * 2000, "values": ["x" * 50] * 2000}
+    reason = Toolbox([CREATE_CHART]).validate("create_chart", arguments)
+    assert reason is not None and len(reason) <= 2_000
+    assert "more problems" in reason

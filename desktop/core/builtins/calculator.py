@@ -1,18 +1,29 @@
-"""`calculator`: exact arithmetic on an expression, parsed safely (never `eval`)."""
+"""`calculator`: exact arithmetic on an expression, parsed safely (never `eval`).
+
+Every value, intermediate ones included, is kept under a size bound, so no expression can
+run for long; and the evaluation runs in a worker process all the same, which the tool's
+timeout kills (desktop.core.isolation).
+"""
 
 from __future__ import annotations
 
 import ast
+import decimal
+import math
 import operator
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from desktop.core.isolation import run_isolated
 from desktop.core.tools import Example, Tool
 
 MAX_EXPONENT = 10_000
 MAX_DIGITS = 1_000
 MAX_LENGTH = 500
+# Numerator and denominator of every value, intermediate ones too: a little over 4,000
+# digits (Python's own limit for turning an int into text is 4,300).
+MAX_BITS = 13_500
 
 _BINARY: dict[type[ast.operator], Callable[[Fraction, Fraction], Fraction]] = {
     ast.Add: operator.add,
@@ -39,7 +50,10 @@ def evaluate(expression: str) -> Fraction:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
         raise CalculationError(f"not an arithmetic expression: {expression!r}") from None
-    return _value(tree.body)
+    try:
+        return _value(tree.body)
+    except RecursionError:
+        raise CalculationError("the expression is nested too deeply") from None
 
 
 def _value(node: ast.expr) -> Fraction:
@@ -47,7 +61,9 @@ def _value(node: ast.expr) -> Fraction:
         if isinstance(node.value, int):
             return Fraction(node.value)
         if isinstance(node.value, float):
-            return Fraction(str(node.value))  # 0.1 is one tenth, not its binary neighbour
+            if not math.isfinite(node.value):
+                raise CalculationError(f"the number {ast.unparse(node)} is too large")
+            return _bounded(Fraction(str(node.value)))  # 0.1 is one tenth, not its neighbour
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         value = _value(node.operand)
         return -value if isinstance(node.op, ast.USub) else value
@@ -60,7 +76,7 @@ def _value(node: ast.expr) -> Fraction:
             raise CalculationError(f"unsupported operator: {type(node.op).__name__}")
         if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
             raise CalculationError("division by zero")
-        return op(left, right)
+        return _bounded(op(left, right))
     raise CalculationError(f"unsupported element: {ast.unparse(node)!r}")
 
 
@@ -74,7 +90,21 @@ def _power(base: Fraction, exponent: Fraction) -> Fraction:
     # Refuse before computing a number too large to be useful.
     if abs(base) > 1 and abs(exponent) * len(str(abs(base.numerator))) > MAX_DIGITS * 2:
         raise CalculationError(f"the result would have more than {MAX_DIGITS} digits")
-    return base ** int(exponent)
+    # And bound the size: numerator and denominator both grow with the exponent,
+    # for a base below one as much as above ((1/3)**10000 has 4,772 digits below the line).
+    size = max(base.numerator.bit_length(), base.denominator.bit_length())
+    if size > 1 and abs(exponent) * (size - 1) > MAX_BITS:
+        raise CalculationError(_TOO_LARGE)
+    return _bounded(base ** int(exponent))
+
+
+_TOO_LARGE = f"a value in the calculation would have more than {MAX_BITS * 3 // 10} digits"
+
+
+def _bounded(value: Fraction) -> Fraction:
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_BITS:
+        raise CalculationError(_TOO_LARGE)
+    return value
 
 
 def describe(value: Fraction) -> dict[str, Any]:
@@ -83,13 +113,28 @@ def describe(value: Fraction) -> dict[str, Any]:
         if len(digits) > MAX_DIGITS:
             raise CalculationError(f"the result has more than {MAX_DIGITS} digits")
         return {"result": value.numerator}
-    decimal = f"{float(value):.15g}" if abs(value) < 1e300 else "too large"
-    return {"result": f"{value.numerator}/{value.denominator}", "decimal": decimal}
+    decimal = _decimal(value)
+    exact = f"{value.numerator}/{value.denominator}"
+    if len(exact) > MAX_DIGITS:
+        return {"result": decimal, "note": "the exact fraction is too long to show"}
+    return {"result": exact, "decimal": decimal}
+
+
+def calculate_now(expression: str) -> dict[str, Any]:
+    return {"expression": expression, **describe(evaluate(expression))}
+
+
+def _decimal(value: Fraction) -> str:
+    """15 significant digits, however small or large (a float would say 0.0 or inf)."""
+    with decimal.localcontext() as context:
+        context.prec = 15
+        context.Emax, context.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        quotient = decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator)
+        return f"{quotient:.15g}"
 
 
 async def calculate(arguments: dict[str, Any]) -> dict[str, Any]:
-    expression = str(arguments["expression"])
-    return {"expression": expression, **describe(evaluate(expression))}
+    return await run_isolated(calculate_now, str(arguments["expression"]))
 
 
 CALCULATOR = Tool(

@@ -1,15 +1,16 @@
 """`create_chart`: a bar, line, pie or scatter chart as a PNG, drawn by matplotlib.
 
 The image goes to the user in the chat and back to the model (if it can see) on its next
-step. Drawing runs in a worker thread: matplotlib is synchronous and takes a moment.
+step. Drawing runs in a worker process (matplotlib is synchronous and takes a moment),
+which the tool's timeout or a stop kills: a thread would go on drawing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import io
 from typing import Any
 
+from desktop.core.isolation import run_isolated
 from desktop.core.messages import Image
 from desktop.core.tools import Example, Tool, ToolOutput
 
@@ -66,7 +67,7 @@ def render_chart(arguments: dict[str, Any]) -> bytes:
 
 
 async def create_chart(arguments: dict[str, Any]) -> ToolOutput:
-    png = await asyncio.to_thread(render_chart, arguments)
+    png = await run_isolated(render_chart, arguments)
     points = len(arguments["labels"]) * (1 + len(arguments.get("more_series", [])))
     return ToolOutput(
         f"Created a {arguments['type']} chart titled {arguments.get('title', '')!r} "
