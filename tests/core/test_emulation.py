@@ -1,4 +1,5 @@
 import json
+import time
 from typing import Any
 
 import pytest
@@ -195,6 +196,58 @@ def test_parser_survives_mutated_calls(
     clean_prose = "".join(c for c in prose if c not in "{[<")
     intact = parse_answer(f"{clean_prose} {call}")
     assert (name, arguments) in intact.calls
+
+
+# --- hostile answers: bounded depth, linear time, never a raise --------------------------
+
+
+def seconds(work: Any) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+@pytest.mark.parametrize("levels", [1_000, 100_000])
+def test_deep_nesting_is_text_and_never_raises(levels: int) -> None:
+    for opening, closing in (("[", "]"), ('{"a":', "}")):
+        text = opening * levels + "1" + closing * levels
+        parsed = parse_answer(text)  # a RecursionError at ~1,000 levels before
+        assert parsed.calls == [] and parsed.text == text
+    deep_call = '{"name": "search", "arguments": {"query": ' + "[" * 5000 + "]" * 5000 + "}}"
+    assert parse_answer(deep_call, ["search"]).calls == []
+
+
+HOSTILE_SHAPES = {
+    "unclosed [": "[",
+    "unclosed {": "{",
+    "unclosed [{": "[{",
+    "unclosed call start": '{"name": "x", "arguments": [',
+    "quotes and brackets": '"[{',
+    "escapes": '\\"[',
+    "closed arrays": "[1]",
+    "closed non-calls": '{"a": 1} ',
+}
+
+
+@pytest.mark.parametrize("unit", HOSTILE_SHAPES.values(), ids=HOSTILE_SHAPES.keys())
+def test_parse_time_is_linear_in_the_answer(unit: str) -> None:
+    """20,000 unclosed `[` took 17 s (quadratic). Sixteen times the text must take far
+    less than 256 times as long; and the large case well under a second."""
+    small = unit * (12_000 // len(unit))
+    large = unit * (16 * 12_000 // len(unit))
+    parse_answer(small)  # warm up
+    t_small = min(seconds(lambda: parse_answer(small)) for _ in range(3))
+    t_large = min(seconds(lambda: parse_answer(large)) for _ in range(3))
+    assert t_large < 2.0
+    assert t_large / max(t_small, 1e-4) < 48
+
+
+def test_twenty_thousand_brackets_stream_through_the_gate_fast() -> None:
+    gate = ProseGate()
+    took = seconds(lambda: [gate.feed("[") for _ in range(20_000)])
+    assert took < 1.0
+    took = seconds(lambda: [ProseGate().feed("`" * 20_000 + "[" * 20_000)])
+    assert took < 1.0
 
 
 # --- streaming hold-back ----------------------------------------------------------------
