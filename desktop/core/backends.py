@@ -13,7 +13,7 @@ import httpx
 
 from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, Track
-from desktop.core.providers.http import PROBE_TIMEOUT
+from desktop.core.providers.http import PROBE_TIMEOUT, wire_json
 from desktop.core.providers.koboldcpp import KoboldCppProvider
 from desktop.core.providers.llamacpp import LlamaCppProvider
 from desktop.core.providers.lmstudio import LMStudioProvider
@@ -157,7 +157,7 @@ async def identify(client: httpx.AsyncClient, url: str) -> BackendKind | None:
         if response.status_code != 200:
             return None
         try:
-            return response.json()
+            return wire_json(response.text)
         except ValueError:
             return None
 

@@ -7,6 +7,7 @@ base64, so a conversation can be stored, exported and traced without custom enco
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -83,6 +84,23 @@ def part_from_dict(raw: dict[str, Any]) -> Part:
     if raw["kind"] == "image":
         return Image.from_dict(raw)
     raise ValueError(f"unknown part kind {raw['kind']!r}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """`value` (text, or JSON-like data) with lone UTF-16 surrogates replaced by U+FFFD.
+
+    A backend's JSON may hold half an emoji (`"\\ud83d"`): Python decodes it to a lone
+    surrogate, which cannot be encoded, stored or shown."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    return value
 
 
 def new_call_id() -> str:

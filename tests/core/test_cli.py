@@ -281,3 +281,19 @@ async def test_mcp_tools_from_the_cli(tmp_path: Path) -> None:
 async def test_an_unknown_tool_name_is_a_usage_error() -> None:
     code, _, err = await run_cli("--provider", "openai", "--tools", "calculator,teleport", "hi")
     assert code == 2 and "unknown tool(s): teleport" in err
+
+
+async def test_a_lone_surrogate_from_the_backend_is_replaced_and_the_turn_goes_on() -> None:
+    """Half an emoji (`\\ud83d`) in the stream ended the turn with exit 2."""
+    half = b'data: {"choices":[{"index":0,"delta":{"content":"half \\ud83d here"},"finish_reason":null}]}\n\n'
+    done = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    async with ReplayServer() as server:
+        server.route("POST", PATH, Canned(pieces=[half, done]))
+        for events in ([], ["--events", "jsonl"]):
+            code, out, err = await run_cli(
+                "--provider", "llamacpp", "--url", server.url, *events, "Hi"
+            )  # fmt: skip
+            assert code == 0, err
+            assert "half \ufffd here" in (
+                out if not events else json.loads(out.splitlines()[-1])["text"]
+            )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, SSEError, aconnect_sse
 
+from desktop.core.messages import without_surrogates
 from desktop.core.providers.base import Capabilities, ProviderError
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
@@ -23,6 +25,30 @@ def make_client(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     # trust_env=False: no proxy from the environment; requests go only where configured.
     return httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=False)
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def wire_json(text: str) -> Any:
+    """A backend's JSON, with lone surrogates (`"\\ud83d"`, half an emoji) replaced: they
+    could be neither stored nor shown. `ValueError` for what is not JSON."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    return without_surrogates(value) if _ESCAPED_SURROGATE.search(text) else value
+
+
+def wire_object(text: str, label: str) -> dict[str, Any]:
+    """One JSON object of a backend's stream; anything else is the backend's fault."""
+    try:
+        value = wire_json(text)
+    except ValueError:
+        raise ProviderError(f"{label} sent a line that is not JSON: {text[:200]}") from None
+    if not isinstance(value, dict):
+        raise ProviderError(f"{label} sent a line that is not a JSON object: {text[:200]}")
+    return value
 
 
 def error_message(body: bytes | str) -> str:
@@ -121,4 +147,7 @@ class HttpProvider:
             raise ProviderError(
                 f"{self.label} answered HTTP {response.status_code} for {path}: {message}"
             )
-        return response.json()
+        try:
+            return wire_json(response.text)
+        except ValueError:
+            raise ProviderError(f"{self.label} answered {path} with something not JSON") from None

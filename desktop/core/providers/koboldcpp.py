@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -40,6 +39,7 @@ from desktop.core.providers.http import (
     HttpProvider,
     error_message,
     plain_failures,
+    wire_object,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.tools import Tool
@@ -112,11 +112,7 @@ class KoboldCppProvider(HttpProvider):
             async for sse in stream:
                 if not sse.data:
                     continue
-                try:
-                    data = json.loads(sse.data)
-                except ValueError:
-                    message = f"{self.label} sent data that is not JSON: {sse.data[:200]}"
-                    raise ProviderError(message) from None
+                data = wire_object(sse.data, self.label)
                 token = data.get("token") or ""
                 if token:
                     text.append(token)

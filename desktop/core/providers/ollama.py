@@ -36,6 +36,8 @@ from desktop.core.providers.http import (
     HttpProvider,
     error_message,
     plain_failures,
+    wire_json,
+    wire_object,
 )
 from desktop.core.tools import Tool
 
@@ -72,7 +74,7 @@ def _calls(wire_calls: list[dict[str, Any]]) -> list[ToolCall | BrokenCall]:
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
+                arguments = wire_json(arguments)
             except ValueError:
                 found.append(BrokenCall(name, arguments, "Its arguments were not valid JSON."))
                 continue
@@ -153,12 +155,7 @@ class OllamaProvider(HttpProvider):
                 async for line in stream:
                     if not line.strip():
                         continue
-                    try:
-                        chunk = json.loads(line)
-                    except ValueError:
-                        raise ProviderError(
-                            f"{self.label} sent a line that is not JSON: {line[:200]}"
-                        ) from None
+                    chunk = wire_object(line, self.label)
                     if "error" in chunk:
                         raise ProviderError(f"{self.label} failed mid-answer: {chunk['error']}")
                     message = chunk.get("message") or {}
@@ -213,7 +210,7 @@ class OllamaProvider(HttpProvider):
             )
             if response.status_code >= 400:
                 raise ProviderError(self.http_error(response.status_code, response.content))
-            info = response.json()
+            info = wire_object(response.text, self.label)
         capabilities = info.get("capabilities") or []
         trained = next(
             (

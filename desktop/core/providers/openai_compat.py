@@ -38,6 +38,8 @@ from desktop.core.providers.http import (
     HttpProvider,
     error_message,
     plain_failures,
+    wire_json,
+    wire_object,
 )
 from desktop.core.tools import Tool
 
@@ -181,12 +183,7 @@ class OpenAICompatProvider(HttpProvider):
                     break
                 if not sse.data:
                     continue
-                try:
-                    chunk = json.loads(sse.data)
-                except ValueError:
-                    raise ProviderError(
-                        f"{self.label} sent a line that is not JSON: {sse.data[:200]}"
-                    ) from None
+                chunk = wire_object(sse.data, self.label)
                 if "error" in chunk:
                     message = error_message(sse.data.encode())
                     raise ProviderError(f"{self.label} failed mid-answer: {message}")
@@ -248,7 +245,7 @@ def _assemble(fragments: dict[int, _CallFragments]) -> tuple[list[ToolCall], lis
     for index in sorted(fragments):
         slot = fragments[index]
         try:
-            arguments = json.loads(slot.arguments) if slot.arguments.strip() else {}
+            arguments = wire_json(slot.arguments) if slot.arguments.strip() else {}
         except ValueError:
             reason = "Its arguments were not valid JSON."
             found.append(BrokenCall(slot.name, slot.arguments, reason))
