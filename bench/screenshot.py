@@ -4,6 +4,9 @@ with the bundled model, and a prompt that makes the model draw a chart.
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python bench/screenshot.py [--out DIR]
 
 Saves `chat.png` (the window after the answer) and `inspector.png` (with the inspector open).
+With `--data-folder`, starts the real app over a damaged and over a read-only data folder
+instead and saves the screen as the person sees it: `data-folder-damaged.png`,
+`data-folder-read-only.png`.
 """
 
 from __future__ import annotations
@@ -77,10 +80,44 @@ async def shoot(out: Path) -> None:
         window.close()
 
 
+def shoot_data_folder(out: Path) -> None:
+    """The app started over a damaged, then a read-only, data folder: the screen a few
+    seconds later (the dialog it shows), grabbed from the X display by another process."""
+    import subprocess
+
+    from PySide6.QtGui import QGuiApplication
+
+    app = QGuiApplication(sys.argv[:1])
+    work = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
+    damaged = work / "damaged"
+    damaged.mkdir()
+    (damaged / "chats.db").write_bytes(os.urandom(8192))
+    # Root may write anywhere the permissions forbid; /proc refuses even root.
+    read_only = Path("/proc/self/fdinfo") if os.geteuid() == 0 else work / "read-only"
+    if read_only.parent == work:
+        read_only.mkdir(mode=0o500)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, folder in (("damaged", damaged), ("read-only", read_only)):
+        env = {**os.environ, "LOOMCHAT_DATA_DIR": str(folder), "TMPDIR": str(work)}
+        process = subprocess.Popen([sys.executable, "-m", "desktop"], env=env)
+        time.sleep(4)
+        screen = app.primaryScreen().grabWindow(0)
+        process.kill()
+        process.wait()
+        target = out / f"data-folder-{name}.png"
+        screen.copy(screen.rect().adjusted(0, 0, 0, 0)).save(str(target))
+        print(f"saved {target}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
+    parser.add_argument("--data-folder", action="store_true",
+                        help="the dialogs for a damaged and a read-only data folder")  # fmt: skip
     args = parser.parse_args()
+    if args.data_folder:
+        shoot_data_folder(args.out)
+        return 0
     from PySide6.QtWidgets import QApplication
 
     from desktop.ui.app import run_on_qt

@@ -101,7 +101,7 @@ def parse_mcp_config(raw: Any, source: str = "the MCP configuration") -> list[Mc
 def load_mcp_config(path: Path) -> list[McpServerConfig]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise McpConfigError(f"cannot read {path}: {exc}") from None
     return parse_mcp_config(raw, str(path))
 

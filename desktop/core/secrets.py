@@ -88,7 +88,7 @@ class SecretStore:
         assert self.file is not None
         try:
             data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 

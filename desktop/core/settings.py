@@ -79,7 +79,7 @@ def load_settings(path: Path) -> Settings:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         jsonschema.validate(raw, SCHEMA)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise SettingsError(f"{path} is not valid JSON: {exc}") from exc
     except jsonschema.ValidationError as exc:
         where = ".".join(str(p) for p in exc.absolute_path) or "the file"

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.core.messages import Message
+from desktop.core.messages import Message, without_surrogates
+from desktop.core.paths import DataFolderError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -48,17 +49,36 @@ class ConversationInfo:
     message_count: int
 
 
+# SQLite's words for a file that is not (or no longer) a sound database.
+_DAMAGED = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
+
+
 class ChatStore:
     def __init__(self, path: Path) -> None:
+        """Open (or create) the chats at `path`; `DataFolderError` if that cannot be done:
+        the file is damaged (`damaged` set), or it cannot be written."""
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL with WAL: a commit survives an app crash; only an OS crash may lose the last.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise DataFolderError(f"The chat history {path} cannot be opened ({exc}).") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL with WAL: a commit survives an app crash; only an OS crash may lose the
+            # last one.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(SCHEMA)
+            self._db.execute("SELECT COUNT(*) FROM conversations").fetchone()
+        except sqlite3.Error as exc:
+            self._db.close()
+            if getattr(exc, "sqlite_errorname", "") in _DAMAGED:
+                raise DataFolderError(
+                    f"The chat history {path} is damaged ({exc}).", damaged=path
+                ) from None
+            raise DataFolderError(f"The chat history {path} cannot be opened ({exc}).") from None
 
     def close(self) -> None:
         with self._lock:
@@ -115,7 +135,9 @@ class ChatStore:
     def append(self, conversation_id: int, message: Message) -> int:
         """Store one completed message; committed before this returns. Its seq is returned."""
         now = time.time()
-        body = json.dumps(message.to_dict(), ensure_ascii=False)
+        # Lone surrogates cannot be stored as UTF-8: replaced here, whatever let them in.
+        body = without_surrogates(json.dumps(message.to_dict(), ensure_ascii=False))
+        text = without_surrogates(message.text)
         with self._transaction() as db:
             row = db.execute(
                 "SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE conversation_id = ?",
@@ -125,7 +147,7 @@ class ChatStore:
             db.execute(
                 "INSERT INTO messages (conversation_id, seq, role, text, body, created) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, seq, message.role, message.text, body, now),
+                (conversation_id, seq, message.role, text, body, now),
             )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
             return seq
@@ -192,3 +214,15 @@ class ChatStore:
                 arguments = json.dumps(call.arguments, ensure_ascii=False)
                 lines += [f"**Tool call:** `{call.name}({arguments})`", ""]
         return "\n".join(lines).rstrip() + "\n"
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a damaged database (with its journal files) out of the way, keeping it for
+    recovery: chats.db -> chats.db.damaged-20261130-142501. Returns the new name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    kept = path.with_name(f"{path.name}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        source = path.with_name(path.name + suffix)
+        if source.exists():
+            source.replace(kept.with_name(kept.name + suffix))
+    return kept

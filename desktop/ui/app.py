@@ -6,7 +6,8 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Coroutine
+import tempfile
+from collections.abc import Callable, Coroutine
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,30 +15,22 @@ from typing import Any, TypeVar
 # qasync picks the first Qt binding it finds unless told: this app is PySide6.
 os.environ.setdefault("QT_API", "pyside6")
 
-from PySide6.QtCore import QStandardPaths
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.core.messages import ToolCall
+from desktop.core.paths import DataFolderError, check_writable, data_dir, remember_data_dir
 from desktop.core.secrets import SecretStore
 from desktop.core.session import Connection, Session
 from desktop.core.settings import Settings, SettingsError, load_settings
-from desktop.core.store import ChatStore
+from desktop.core.store import ChatStore, set_aside
 from desktop.ui.controller import ChatController
+from desktop.ui.data_folder_dialog import WayOn, ask_way_on
 from desktop.ui.main_window import MainWindow
 
 T = TypeVar("T")
 RESOURCES = Path(__file__).resolve().parent.parent.parent / "resources"
 log = logging.getLogger("loomchat")
-
-
-def data_dir() -> Path:
-    """$LOOMCHAT_DATA_DIR, else the platform's place for app data (Qt's standard paths)."""
-    override = os.environ.get("LOOMCHAT_DATA_DIR")
-    if override:
-        return Path(override)
-    location = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
-    return Path(location or Path.home() / ".loomchat")
 
 
 def resource(*parts: str) -> Path:
@@ -50,9 +43,10 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
     """The window with everything behind it, over the data in `folder`.
 
     Returns a problem to tell the user, if the settings file could not be read (the
-    defaults are used then, and the file is left alone until the user saves).
+    defaults are used then, and the file is left alone until the user saves). Raises
+    `DataFolderError` if the folder cannot be used at all (damaged chats, no write rights).
     """
-    folder.mkdir(parents=True, exist_ok=True)
+    check_writable(folder)
     settings_path = folder / "settings.json"
     problem = None
     try:
@@ -68,6 +62,32 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
     controller = ChatController(session)
     window = MainWindow(controller, settings_path if problem is None else None)
     return window, controller, session, problem
+
+
+Built = tuple[MainWindow, ChatController, Session, str | None]
+
+
+def open_data(folder: Path, ask: Callable[[DataFolderError], WayOn]) -> tuple[Built, Path] | None:
+    """`build` over `folder`; while the folder cannot be used, ask the user for a way on
+    (start fresh, another folder, try again) and take it. None: the user quit."""
+    while True:
+        try:
+            return build(folder), folder
+        except DataFolderError as problem:
+            log.error("data folder %s cannot be used: %s", folder, problem)
+            way = ask(problem)
+            if way.kind == "quit":
+                return None
+            if way.kind == "folder" and way.folder is not None:
+                folder = way.folder
+                if not remember_data_dir(folder):
+                    log.warning("%s is used for this run only: it could not be remembered", folder)
+            elif way.kind == "fresh" and problem.damaged is not None:
+                try:
+                    kept = set_aside(problem.damaged)
+                    log.warning("damaged %s set aside as %s", problem.damaged, kept)
+                except OSError as exc:
+                    log.error("could not set %s aside: %s", problem.damaged, exc)
 
 
 def run_on_qt(app: QApplication, main: Coroutine[Any, Any, T]) -> T:
@@ -97,13 +117,20 @@ def run_on_qt(app: QApplication, main: Coroutine[Any, Any, T]) -> T:
         asyncio.set_event_loop(None)
 
 
-def _logging(folder: Path) -> None:
-    (folder / "logs").mkdir(parents=True, exist_ok=True)
-    handler = RotatingFileHandler(
-        folder / "logs" / "loomchat.log", maxBytes=1_000_000, backupCount=3
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
+def _logging(folder: Path) -> Path | None:
+    """Log to the data folder's logs/, or to the temporary folder where that cannot be
+    written (a read-only data folder is exactly when a log is needed). Returns the file."""
+    for logs in (folder / "logs", Path(tempfile.gettempdir()) / "loomchat-logs"):
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+            handler = RotatingFileHandler(logs / "loomchat.log", maxBytes=1_000_000, backupCount=3)
+        except OSError:
+            continue
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
+        return logs / "loomchat.log"
+    logging.basicConfig(level=logging.INFO)  # stderr, the last resort
+    return None
 
 
 async def _report_startup(app: QApplication) -> None:
@@ -196,9 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     style = resource("styles", "app.qss")
     if style.is_file():
         app.setStyleSheet(style.read_text(encoding="utf-8"))
-    folder = data_dir()
-    _logging(folder)
-    window, controller, session, problem = build(folder)
+    log_file = _logging(data_dir())
+    opened = open_data(data_dir(), lambda problem: ask_way_on(problem, log_file))
+    if opened is None:
+        log.info("quit: the data folder could not be used")
+        return 1
+    (window, controller, session, problem), _folder = opened
     window.show()
     if problem:
         QMessageBox.warning(window, "Settings", problem)
@@ -216,10 +246,17 @@ def main(argv: list[str] | None = None) -> int:
         await quitting.wait()
         return 0
 
+    async def run_then_close() -> int:
+        try:
+            return await run_until_quit()
+        finally:
+            # The window closed only once its tasks had ended: now the MCP servers, the
+            # HTTP client and the built-in server.
+            await session.close()
+
     try:
-        return run_on_qt(app, run_until_quit())
+        return run_on_qt(app, run_then_close())
     finally:
-        # The window closed only once its tasks had ended; stop the built-in server too.
         if session.runtime is not None:
             session.runtime.stop()
         session.store.close()

@@ -137,3 +137,12 @@ def test_a_crash_mid_write_loses_nothing_committed(tmp_path: Path) -> None:
     assert texts[: committed + 1] == [f"message {i}" for i in range(committed + 1)]
     assert store._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     store.close()
+
+
+def test_a_lone_surrogate_is_stored_as_a_replacement_character(tmp_path: Path) -> None:
+    store = ChatStore(tmp_path / "chats.db")
+    conversation = store.create_conversation()
+    store.append(conversation, Message.assistant("half \ud83d emoji"))
+    [(_, message)] = store.messages(conversation)
+    assert message.text == "half \ufffd emoji"
+    assert store.conversations("\ufffd")[0].id == conversation
