@@ -6,7 +6,8 @@ plus Loomchat's own `trusted` (its tools run without asking) and `cooldown_s`.
 
 Each server lives in a task of its own from start to close, because the `mcp` client
 (built on anyio) must be entered and left in the same task. A server that fails to start
-says why and does not hold the others back.
+(exits, never answers `initialize`, prints garbage) says why in one line and does not hold
+the others back; closing is safe at any point and more than once.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import re
 import shutil
+from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +53,9 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "required": ["mcpServers"],
 }
 START_TIMEOUT_S = 30.0
+# How long a running server may take to wind down when asked, before its task is cancelled.
+CLOSE_TIMEOUT_S = 5.0
+log = logging.getLogger(__name__)
 
 
 class McpConfigError(ValueError):
@@ -214,12 +220,18 @@ class McpServer:
         )
 
     async def close(self) -> None:
+        """Stop the server; safe at any point (starting, running, failed) and repeated."""
         self._stop.set()
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), 10)
-            except TimeoutError:
-                self._task.cancel()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if not task.done() and self._ready.is_set():  # running: let it leave cleanly
+            await asyncio.wait([task], timeout=CLOSE_TIMEOUT_S)
+        if not task.done():  # still starting (a hung `initialize`), or not leaving
+            task.cancel()
+            await asyncio.wait([task], timeout=CLOSE_TIMEOUT_S)
+        if task.done() and not task.cancelled():
+            task.exception()  # _serve keeps its failures in `error`; nothing left to raise
 
 
 def _reason(exc: BaseException) -> str:
@@ -228,15 +240,43 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+class LibraryLog(logging.Handler):
+    """The `mcp` library's log while servers run: each distinct message once, in one line,
+    into Loomchat's log. A server printing garbage on stdout made it print a traceback per
+    line (~190 for one bad server)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seen: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.seen[message] += 1
+        if self.seen[message] > 1:
+            return
+        problem = record.exc_info[1] if record.exc_info else None
+        detail = f": {str(problem).splitlines()[0][:300]}" if problem else ""
+        log.info("mcp library: %s%s", message, detail)
+
+
 class McpServers:
     """All configured servers: started together, their tools in one list."""
 
-    def __init__(self, configs: list[McpServerConfig]) -> None:
+    def __init__(
+        self, configs: list[McpServerConfig], start_timeout_s: float = START_TIMEOUT_S
+    ) -> None:
         self.servers = [McpServer(c) for c in configs]
+        self.start_timeout_s = start_timeout_s
+        self._library_log: LibraryLog | None = None
 
     async def start(self) -> list[str]:
         """Start every server; returns the problems (one per server that failed)."""
-        await asyncio.gather(*(s.start() for s in self.servers))
+        if self.servers and self._library_log is None:
+            self._library_log = LibraryLog()
+            library = logging.getLogger("mcp")
+            library.addHandler(self._library_log)
+            library.propagate = False
+        await asyncio.gather(*(s.start(self.start_timeout_s) for s in self.servers))
         return [s.error for s in self.servers if s.error]
 
     @property
@@ -245,3 +285,8 @@ class McpServers:
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.servers))
+        if self._library_log is not None:
+            library = logging.getLogger("mcp")
+            library.removeHandler(self._library_log)
+            library.propagate = not any(isinstance(h, LibraryLog) for h in library.handlers)
+            self._library_log = None

@@ -186,6 +186,7 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
     connection = await asyncio.wait_for(settled, 600)
     report |= {"connected": connection.ok, "status": connection.message,
                "backend": connection.backend, "model": connection.model}  # fmt: skip
+    report["offered"] = [tool.name for tool in session.toolbox()]
     if session.runtime is not None:  # which llama-server the built-in runtime started
         report["runtime"] = session.runtime.command()[0]
     if connection.ok:

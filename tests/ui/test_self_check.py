@@ -9,12 +9,15 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.core.test_cli import PATH, content
 from tests.replay_server import Canned, ReplayServer
 
 
-async def self_check(data: Path, url: str) -> tuple[int, dict[str, object]]:
-    (data / "settings.json").write_text(json.dumps({"backend": "llamacpp", "url": url}))
+async def self_check(data: Path, url: str, **settings: object) -> tuple[int, dict[str, object]]:
+    settings = {"backend": "llamacpp", "url": url, **settings}
+    (data / "settings.json").write_text(json.dumps(settings))
     env = {**os.environ, "LOOMCHAT_DATA_DIR": str(data), "LOOMCHAT_SELF_CHECK": "Say hello",
            "QT_QPA_PLATFORM": "offscreen"}  # fmt: skip
     process = await asyncio.create_subprocess_exec(
@@ -45,3 +48,30 @@ async def test_the_self_check_fails_without_a_server(tmp_path: Path) -> None:
 
     code, report = await self_check(tmp_path, f"http://127.0.0.1:{free_port()}")
     assert code == 1 and report["connected"] is False and "answer" not in report
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_quitting_closes_the_mcp_servers(tmp_path: Path) -> None:
+    """Quitting leaves no MCP server behind, and each was asked to close (its input
+    closed) before it was ended. Before, Session.close() was never called and this held
+    only because asyncio kills subprocesses when the loop is torn down; now the app
+    closes the session itself, in order."""
+    from tests.core.test_mcp_tools import FAULTY, running
+
+    # A copy of its own, so that no other test's server is counted.
+    script = tmp_path / "own_mcp_server.py"
+    script.write_text(Path(FAULTY).read_text())
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"faulty": {"command": sys.executable,
+                                                            "args": [str(script), "stubborn"],
+                                                            "env": {"FAULTY_MCP_CLOSED_MARKER": str(tmp_path / "closed")}}}}))  # fmt: skip
+    async with ReplayServer() as server:
+        server.route("GET", "/v1/models", Canned.json({"object": "list",
+                                                       "data": [{"id": "m", "object": "model"}]}))  # fmt: skip
+        server.route("POST", PATH, Canned(pieces=content("Hello.")))
+        code, report = await self_check(tmp_path, server.url, mcp_config=str(config))
+    assert code == 0, report
+    assert "faulty__ping" in report["offered"]  # the server ran
+    await asyncio.sleep(0.5)
+    assert running(str(script)) == []
+    assert (tmp_path / "closed").read_text() == "asked to close"
