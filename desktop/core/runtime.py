@@ -194,14 +194,24 @@ class LlamaServer:
         cancel it to stop supervising. Raises `RuntimeSetupError` when it gives up."""
         while self.process is not None:  # None: stopped on purpose
             await asyncio.sleep(poll_s)
-            await self.ensure_running(max_restarts)
+            await self.ensure_running(max_restarts, ask=False)
 
-    async def ensure_running(self, max_restarts: int = 3) -> None:
+    async def ensure_running(self, max_restarts: int = 3, *, ask: bool = True) -> None:
         """Start the server again if it died (and was not stopped on purpose), and wait
-        until it answers. The supervisor and a new message may both ask: one restart."""
+        until it answers. The supervisor and a new message may both ask: one restart.
+
+        With `ask`, a server whose process seems alive is asked for its health too: one
+        killed a moment ago may not have been reaped yet, and its port is already shut."""
         async with self._restarting:
-            if self.process is None or self.process.poll() is None:
+            if self.process is None:
                 return
+            if self.process.poll() is None:
+                if not ask or await self._answers():
+                    return
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    await asyncio.to_thread(self.process.wait, 2.0)
+                if self.process.poll() is None:
+                    return  # alive, only slow to answer: not ours to restart
             if self.restarts >= max_restarts:
                 code = self.process.returncode
                 self.process = None
@@ -211,6 +221,14 @@ class LlamaServer:
                 )
             self.restarts += 1
             await self.start()
+
+    async def _answers(self) -> bool:
+        async with httpx.AsyncClient(trust_env=False, timeout=1.0) as client:
+            try:
+                await client.get(f"{self.base_url}/health")
+            except httpx.HTTPError:
+                return False
+        return True
 
     async def wait_ready(self, timeout_s: float) -> None:
         """Poll /health until 200; 503 means the model is still loading."""

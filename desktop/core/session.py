@@ -3,6 +3,7 @@ store, and one turn at a time. The desktop window drives one; tests drive it dir
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ class Session:
         self.dedupe = Deduplicator()
         self.cache = CapabilityCache()
         self.runtime: LlamaServer | None = None
+        self._supervisor: asyncio.Task[None] | None = None
         self.runtime_log = runtime_log
         self.connection = NOT_CONNECTED
         self._provider: ProbingProvider | None = None
@@ -211,7 +213,20 @@ class Session:
                 log_path=self.runtime_log,
             )
             await self.runtime.start()
+            self._supervise(self.runtime)
         return make_provider("llamacpp", self.runtime.base_url)
+
+    def _supervise(self, runtime: LlamaServer) -> None:
+        """Restart the built-in server if it crashes; when it gives up, say so."""
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+        self._supervisor = asyncio.ensure_future(runtime.supervise())
+
+        def gave_up(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and (problem := task.exception()) is not None:
+                self.connection = Connection(False, str(problem), "builtin")
+
+        self._supervisor.add_done_callback(gave_up)
 
     async def _close_provider(self) -> None:
         if self._provider is not None:
@@ -219,6 +234,11 @@ class Session:
         self._provider = self._traced = self._active = None
 
     async def close(self) -> None:
+        """Close the HTTP client and the MCP servers, and stop the built-in server. Safe
+        to call more than once."""
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            self._supervisor = None
         await self._close_provider()
         await self.mcp.close()
         if self.runtime is not None:
@@ -247,6 +267,12 @@ class Session:
         """Run one turn; every message is stored the moment it is complete."""
         if self._active is None or self._traced is None:
             raise ProviderError(self.connection.message or "Not connected to a model server.")
+        runtime, provider = self.runtime, self._provider
+        if runtime is not None and provider is not None and provider.base_url == runtime.base_url:
+            try:  # the built-in server crashed since the last message: back first
+                await runtime.ensure_running()
+            except RuntimeSetupError as exc:
+                raise ProviderError(str(exc)) from None
         conversation = self.conversation(conversation_id)
         user = Message.user(text, list(images))
         conversation.append(user)
