@@ -1,6 +1,6 @@
 """Tool-call accuracy on the BFCL development set, through the real llama-server.
 
-    .venv/bin/python bench/accuracy.py [--cases ../shared/data/bfcl-dev/cases.jsonl]
+    .venv/bin/python bench/accuracy.py [--cases bench/data/bfcl-dev/cases.jsonl]
                                       [--modes emulated,native,native-raw] [--out FILE.md]
 
 One step per case (the model's first answer, whatever requests it takes), temperature 0,
@@ -41,7 +41,7 @@ from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageRe
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tools import Tool
 
-DEFAULT_CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "bfcl-dev" / "cases.jsonl"
+DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
 
 
