@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,7 @@ class Canned:
     pause_s: float = 0.005
     cut: bool = False  # drop the connection after the pieces, without ending the body
     hang: bool = False  # after the pieces, keep the connection open until the client leaves
+    reset: bool = False  # after the pieces, reset the connection (TCP RST, not a clean close)
 
     @classmethod
     def json(cls, body: Any, status: int = 200) -> Canned:
@@ -106,6 +109,11 @@ class ReplayServer:
             await writer.drain()
             await asyncio.sleep(canned.pause_s)
         if canned.cut:
+            return
+        if canned.reset:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
             return
         if canned.hang:
             await reader.read()  # returns when the client closes its side

@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, SSEError, aconnect_sse
+from httpx_sse import EventSource, aconnect_sse
 
 from desktop.core.messages import without_surrogates
 from desktop.core.providers.base import Capabilities, ProviderError
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 PROBE_TIMEOUT = httpx.Timeout(3.0)
+# One line of a backend's stream (an SSE field, an NDJSON object) is one token or one
+# tool call: a few KB. A longer one is a broken or hostile server; it is not buffered on.
+MAX_LINE_CHARS = 16 * 1024 * 1024
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
 def make_client(
@@ -51,6 +56,22 @@ def wire_object(text: str, label: str) -> dict[str, Any]:
     return value
 
 
+def wire_text(value: Any, label: str) -> str:
+    """A text field of a backend's answer (a token, a delta): text, or "" when absent."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise ProviderError(f"{label} sent {type(value).__name__} where text belongs: {value!r:.200}")
+
+
+def wire_mapping(value: Any, label: str) -> dict[str, Any]:
+    """A nested object of a backend's answer (a message, a delta): {} when absent."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise ProviderError(f"{label} sent {type(value).__name__} where an object belongs.")
+
+
 def error_message(body: bytes | str) -> str:
     """The human part of an error body, in each backend's shape:
     `{"error": {"message"}}` (OpenAI, llama.cpp), `{"error": "..."}` (Ollama, LM Studio),
@@ -66,6 +87,65 @@ def error_message(body: bytes | str) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error.get("msg") or error)
     return str(error)
+
+
+async def bounded_lines(
+    response: httpx.Response, label: str, limit: int = MAX_LINE_CHARS
+) -> AsyncGenerator[str, None]:
+    """The lines of a streamed body, split at CR LF, CR or LF only (as SSE says: JSON may
+    hold a raw U+2028). A line longer than `limit` ends the stream with a message. Each
+    piece of text is scanned once, however long the line it belongs to."""
+    line: list[str] = []  # the unfinished line's pieces
+    size = 0
+    after_cr = False  # the last piece ended with CR: a LF starting this one belongs to it
+    async for text in response.aiter_text():
+        if after_cr and text.startswith("\n"):
+            text = text[1:]
+        after_cr = text.endswith("\r")
+        parts = _NEWLINE.split(text)
+        if len(parts) > 1:
+            yield "".join(line) + parts[0]
+            for whole in parts[1:-1]:
+                yield whole
+            line, size = [], 0
+        line.append(parts[-1])
+        size += len(parts[-1])
+        if size > limit:
+            raise ProviderError(f"{label} sent a line longer than {limit // 1_000_000} MB.")
+    if rest := "".join(line):
+        yield rest
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """One server-sent event: its type and its data lines, joined."""
+
+    event: str
+    data: str
+
+
+async def server_events(response: httpx.Response, label: str) -> AsyncGenerator[ServerEvent, None]:
+    """A `text/event-stream` body as events (comments and `id`/`retry` fields skipped)."""
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    if "text/event-stream" not in content_type:
+        raise ProviderError(
+            f"{label} did not answer with a stream (its content type is {content_type!r})."
+        )
+    event, data = "", list[str]()
+    async for line in bounded_lines(response, label):
+        if not line:
+            if data:
+                yield ServerEvent(event or "message", "\n".join(data))
+            event, data = "", list[str]()
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+    if data:
+        yield ServerEvent(event or "message", "\n".join(data))
 
 
 @asynccontextmanager
@@ -130,11 +210,7 @@ class HttpProvider:
                     if status >= 400:
                         await source.response.aread()
                         raise ProviderError(self.http_error(status, source.response.content))
-                    try:
-                        yield source
-                    except SSEError as exc:
-                        message = f"{self.label} did not answer with a stream: {exc}"
-                        raise ProviderError(message) from None
+                    yield source  # read with server_events, which checks its content type
                     return
             await asyncio.sleep(delay)
 

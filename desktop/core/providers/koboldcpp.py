@@ -39,7 +39,9 @@ from desktop.core.providers.http import (
     HttpProvider,
     error_message,
     plain_failures,
+    server_events,
     wire_object,
+    wire_text,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.tools import Tool
@@ -96,7 +98,9 @@ class KoboldCppProvider(HttpProvider):
             self.open_stream(path, body, self.busy_retries) as source,
         ):
             try:
-                async with aclosing(self._tokens(source.aiter_sse())) as stream:
+                async with aclosing(
+                    self._tokens(server_events(source.response, self.label))
+                ) as stream:
                     async for event in stream:
                         yield event
             except asyncio.CancelledError:
@@ -113,7 +117,7 @@ class KoboldCppProvider(HttpProvider):
                 if not sse.data:
                     continue
                 data = wire_object(sse.data, self.label)
-                token = data.get("token") or ""
+                token = wire_text(data.get("token"), self.label)
                 if token:
                     text.append(token)
                     yield TextChunk(token)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
@@ -34,10 +34,13 @@ from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
     PROBE_TIMEOUT,
     HttpProvider,
+    bounded_lines,
     error_message,
     plain_failures,
     wire_json,
+    wire_mapping,
     wire_object,
+    wire_text,
 )
 from desktop.core.tools import Tool
 
@@ -150,7 +153,7 @@ class OllamaProvider(HttpProvider):
                 raise ProviderError(self.http_error(response.status_code, response.content))
             text: list[str] = []
             found: list[ToolCall | BrokenCall] = []
-            lines = cast(AsyncGenerator[str, None], response.aiter_lines())
+            lines = bounded_lines(response, self.label)
             async with aclosing(lines) as stream:
                 async for line in stream:
                     if not line.strip():
@@ -158,12 +161,12 @@ class OllamaProvider(HttpProvider):
                     chunk = wire_object(line, self.label)
                     if "error" in chunk:
                         raise ProviderError(f"{self.label} failed mid-answer: {chunk['error']}")
-                    message = chunk.get("message") or {}
-                    if message.get("thinking"):
-                        yield ThinkingChunk(message["thinking"])
-                    if message.get("content"):
-                        text.append(message["content"])
-                        yield TextChunk(message["content"])
+                    message = wire_mapping(chunk.get("message"), self.label)
+                    if thought := wire_text(message.get("thinking"), self.label):
+                        yield ThinkingChunk(thought)
+                    if content := wire_text(message.get("content"), self.label):
+                        text.append(content)
+                        yield TextChunk(content)
                     found.extend(_calls(message.get("tool_calls") or []))
                     if chunk.get("done"):
                         prompt_tokens = int(chunk.get("prompt_eval_count") or 0)

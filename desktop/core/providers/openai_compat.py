@@ -38,8 +38,11 @@ from desktop.core.providers.http import (
     HttpProvider,
     error_message,
     plain_failures,
+    server_events,
     wire_json,
+    wire_mapping,
     wire_object,
+    wire_text,
 )
 from desktop.core.tools import Tool
 
@@ -176,7 +179,7 @@ class OpenAICompatProvider(HttpProvider):
         fragments: dict[int, _CallFragments] = {}
         finish_reason: str | None = None
         done = False
-        async with aclosing(source.aiter_sse()) as stream:
+        async with aclosing(server_events(source.response, self.label)) as stream:
             async for sse in stream:
                 if sse.data == "[DONE]":
                     done = True
@@ -196,12 +199,16 @@ class OpenAICompatProvider(HttpProvider):
                         int(usage.get("completion_tokens") or 0),
                         int(cached) if isinstance(cached, int) else None,
                     )
-                for choice in chunk.get("choices") or []:
-                    delta = choice.get("delta") or {}
+                choices = chunk.get("choices") or []
+                if not isinstance(choices, list):
+                    raise ProviderError(f"{self.label} sent choices that are not a list.")
+                for choice in choices:
+                    choice = wire_mapping(choice, self.label)
+                    delta = wire_mapping(choice.get("delta"), self.label)
                     thought = delta.get("reasoning_content") or delta.get("reasoning")
-                    if thought:
+                    if thought := wire_text(thought, self.label):
                         yield ThinkingChunk(thought)
-                    content = delta.get("content")
+                    content = wire_text(delta.get("content"), self.label)
                     if content:
                         text.append(content)
                         yield TextChunk(content)
