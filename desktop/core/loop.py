@@ -14,7 +14,8 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from desktop.core.dedupe import Deduplicator
 from desktop.core.events import (
@@ -42,7 +43,7 @@ from desktop.core.providers.base import (
     ThinkingChunk,
     UsageReport,
 )
-from desktop.core.tools import Approver, Outcome, Toolbox, limit_content
+from desktop.core.tools import Approver, Outcome, Toolbox, limit_content, size_problem
 
 DEFAULT_MAX_TOOL_CALLS = 10
 log = logging.getLogger(__name__)
@@ -169,11 +170,12 @@ async def _turn(
             stop = f"{withdrawn}, and the model kept calling tools."
             for call in reply.tool_calls:
                 yield ToolRejected(
-                    step, call.name, call.arguments, f"Not run: {stop}", "withdrawn", call.id
-                )
+                    step, call.name, _keepable(call.arguments), f"Not run: {stop}", "withdrawn",
+                    call.id,
+                )  # fmt: skip
             for broken in reply.broken_calls:
                 yield ToolRejected(
-                    step, broken.name, broken.arguments, f"Not run: {stop}", "withdrawn"
+                    step, broken.name, _keepable(broken.arguments), f"Not run: {stop}", "withdrawn"
                 )
             if reply.text.strip():
                 conversation.append(Message.assistant(reply.text))
@@ -183,7 +185,9 @@ async def _turn(
             return
 
         outcome = _Step()
-        calls = [toolbox.repaired(call) for call in reply.tool_calls]
+        kept = [_kept(call, toolbox) for call in reply.tool_calls]
+        too_large = {call.id: reason for call, reason in kept if reason is not None}
+        calls = [call for call, _ in kept]
         outcome.messages.append(Message.assistant(reply.text, calls))
         runnable: list[ToolCall] = []
         for call in calls:
@@ -195,7 +199,7 @@ async def _turn(
                 stage = "limit"
             else:
                 spent += 1
-                reason = toolbox.validate(call.name, call.arguments)
+                reason = too_large.get(call.id) or toolbox.validate(call.name, call.arguments)
                 tool = toolbox.get(call.name)
                 if reason is not None and tool is not None:
                     outcome.invalid = True
@@ -220,7 +224,8 @@ async def _turn(
         broken_notes = []
         for broken in reply.broken_calls:
             spent += 1
-            yield ToolRejected(step, broken.name, broken.arguments, broken.reason, "parse")
+            shown = _keepable(broken.arguments)
+            yield ToolRejected(step, broken.name, shown, broken.reason, "parse")
             broken_notes.append(f"Your call to {broken.name} was not run: {broken.reason}")
             outcome.invalid = True
 
@@ -266,6 +271,22 @@ async def _turn(
             invalid_retries -= 1
             withdrawn = "tools were withdrawn after invalid calls"
         step += 1
+
+
+def _kept(call: ToolCall, toolbox: Toolbox) -> tuple[ToolCall, str | None]:
+    """The call as the turn keeps it (in events, history, the store), and why it may not
+    run if its arguments are too large or deep to keep: then they are replaced by a note,
+    since they could be neither stored nor sent back to the model."""
+    if size_problem(call.arguments) is None:
+        return toolbox.repaired(call), None
+    reason = toolbox.validate(call.name, call.arguments)
+    return replace(call, arguments=_keepable(call.arguments)), reason
+
+
+def _keepable(arguments: Any) -> Any:
+    """`arguments`, or a note in their place where they are too large or deep to keep."""
+    problem = size_problem(arguments)
+    return arguments if problem is None else {"(arguments not kept)": problem}
 
 
 async def _run_all(
