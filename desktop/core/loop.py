@@ -32,7 +32,7 @@ from desktop.core.events import (
     TurnWarning,
     Usage,
 )
-from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.messages import Image, Message, ToolCall, without_surrogates
 from desktop.core.providers.base import (
     Notice,
     Provider,
@@ -278,7 +278,8 @@ def _kept(call: ToolCall, toolbox: Toolbox) -> tuple[ToolCall, str | None]:
     run if its arguments are too large or deep to keep: then they are replaced by a note,
     since they could be neither stored nor sent back to the model."""
     if size_problem(call.arguments) is None:
-        return toolbox.repaired(call), None
+        # A model's JSON may hold "\\ud83d" (half an emoji): replaced, it can be stored.
+        return toolbox.repaired(replace(call, arguments=without_surrogates(call.arguments))), None
     reason = toolbox.validate(call.name, call.arguments)
     return replace(call, arguments=_keepable(call.arguments)), reason
 
