@@ -13,11 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from desktop.core.events import Event, TextDelta, TurnFailed, TurnFinished
 from desktop.core.loop import run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import Provider
+from desktop.core.providers.http import bounded_lines
 from desktop.core.providers.koboldcpp import KoboldCppProvider
 from desktop.core.providers.llamacpp import LlamaCppProvider
 from desktop.core.providers.lmstudio import LMStudioProvider
@@ -208,3 +211,38 @@ async def test_stop_during_a_stall_ends_at_once_and_hangs_up(wire: Wire) -> None
         assert time.monotonic() - started < 2
         await asyncio.wait_for(server.client_left.wait(), 5)  # the stream was closed
         await provider.aclose()
+
+
+class Pieces:
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    async def aiter_text(self) -> Any:
+        for piece in self.pieces:
+            yield piece
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab\u2028\x85{}", max_size=6), max_size=8),
+    ends=st.lists(st.sampled_from(["\n", "\r", "\r\n"]), min_size=8, max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=6),
+)
+def test_lines_split_as_sse_says_wherever_the_pieces_break(
+    lines: list[str], ends: list[str], cuts: list[int]
+) -> None:
+    """CR LF, CR or LF end a line, nothing else (JSON may hold U+2028), whichever piece
+    boundary falls between a CR and its LF."""
+    import re
+
+    whole = "".join(line + end for line, end in zip(lines, ends, strict=False))
+    at = sorted({min(c, len(whole)) for c in cuts})
+    pieces = [whole[a:b] for a, b in zip([0, *at], [*at, len(whole)], strict=True) if whole[a:b]]
+    expected = re.split(r"\r\n|\r|\n", whole)
+    if expected and expected[-1] == "":
+        expected.pop()
+
+    async def split() -> list[str]:
+        return [line async for line in bounded_lines(Pieces(pieces), "x")]  # type: ignore[arg-type]
+
+    assert asyncio.run(split()) == expected

@@ -56,7 +56,7 @@ async def test_quitting_closes_the_mcp_servers(tmp_path: Path) -> None:
     closed) before it was ended. Before, Session.close() was never called and this held
     only because asyncio kills subprocesses when the loop is torn down; now the app
     closes the session itself, in order."""
-    from tests.core.test_mcp_tools import FAULTY, running
+    from tests.faults.test_mcp_servers import FAULTY, running
 
     # A copy of its own, so that no other test's server is counted.
     script = tmp_path / "own_mcp_server.py"
