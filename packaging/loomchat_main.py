@@ -1,8 +1,12 @@
 """The packaged app's entry point (PyInstaller runs this file as a script)."""
 
+import multiprocessing
 import sys
 
-from desktop.__main__ import main
-
 if __name__ == "__main__":
+    # Tools compute in worker processes (desktop.core.isolation): in a frozen app the
+    # fork server and its helpers start as this executable, and must stop here.
+    multiprocessing.freeze_support()
+    from desktop.__main__ import main
+
     sys.exit(main())
