@@ -82,3 +82,23 @@ async def test_a_killed_built_in_server_is_back_for_the_next_message(tmp_path: P
         await session.close()
         store.close()
     assert not session.runtime.running
+
+
+async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None:
+    from tests.core.test_cli import PATH, content
+    from tests.replay_server import Canned, ReplayServer
+
+    async with ReplayServer() as server:
+        server.route("GET", "/v1/models", Canned.json({"object": "list",
+                                                       "data": [{"id": "m", "object": "model"}]}))  # fmt: skip
+        server.route("POST", PATH, Canned(pieces=content("Hi.")))
+        store = ChatStore(tmp_path / "chats.db")
+        settings = Settings(backend="llamacpp", url=server.url)
+        session = Session(settings, store, SecretStore(), tools=[])
+        assert (await session.connect()).ok
+        provider = session._provider
+        assert provider is not None and not provider.client.is_closed
+        await session.close()
+        await session.close()
+        assert provider.client.is_closed
+        store.close()
