@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import NoReturn
@@ -10,6 +11,9 @@ import pytest
 
 # Before any QApplication exists: GUI tests never need a display.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Never the user's configuration: a test that remembers a data folder (the start dialog's
+# "choose another folder") would otherwise send the real app there.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="loomchat-tests-config-")
 
 from desktop.core.runtime import (
     LlamaServer,

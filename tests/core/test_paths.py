@@ -97,3 +97,9 @@ def test_paths_module_holds_the_one_data_dir() -> None:
     import desktop.core.runtime as runtime
 
     assert runtime.data_dir is paths.data_dir
+
+
+def test_tests_never_touch_the_users_configuration() -> None:
+    from desktop.core.paths import chosen_data_dir_file
+
+    assert not str(chosen_data_dir_file()).startswith(str(Path.home() / ".config"))
