@@ -46,6 +46,8 @@ from desktop.core.providers.base import (
 from desktop.core.tools import Approver, Outcome, Toolbox, limit_content, size_problem
 
 DEFAULT_MAX_TOOL_CALLS = 10
+# Ends a tool result with images, for a model that cannot see them.
+NOT_SEEN = "The user sees the image in the chat."
 log = logging.getLogger(__name__)
 
 
@@ -240,8 +242,14 @@ async def _turn(
                     "error": result.error,
                     "images": [image.to_dict() for image in result.images],
                 }
+                content = result.content
+                if result.images and not provider.capabilities.vision:
+                    # Said where it reads naturally: a separate note about what the model
+                    # cannot see was copied into answers word for word.
+                    content += f"\n{NOT_SEEN}"
+                    meta["sent_to_model"] = False
                 outcome.results[result.id] = Message.tool(
-                    result.id, result.name, result.content, meta=meta
+                    result.id, result.name, content, meta=meta
                 )
                 outcome.images.extend((result.name, image) for image in result.images)
                 tool = toolbox.get(result.name)
@@ -251,8 +259,8 @@ async def _turn(
         outcome.messages.extend(outcome.results[c.id] for c in calls)
         if broken_notes:
             outcome.messages.append(Message.user("\n".join(broken_notes)))
-        if outcome.images:
-            outcome.messages.append(_images_message(outcome.images, provider.capabilities.vision))
+        if outcome.images and provider.capabilities.vision:
+            outcome.messages.append(_images_message(outcome.images))
         conversation.extend(outcome.messages)
 
         if direct_answer is not None:
@@ -315,17 +323,12 @@ async def _run_all(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _images_message(images: list[tuple[str, Image]], vision: bool) -> Message:
-    """Tool images go back to the model as one user message (every backend sends user images)."""
+def _images_message(images: list[tuple[str, Image]]) -> Message:
+    """Tool images go back to a model that sees as one user message (every backend sends
+    user images)."""
     names = ", ".join(dict.fromkeys(name for name, _ in images))
-    if vision:
-        message = Message.user(f"[Images from the tool results: {names}]", [i for _, i in images])
-    else:
-        message = Message.user(
-            f"[The tool results of {names} included {len(images)} image(s). They were shown "
-            "to the user; this model cannot see images.]"
-        )
-    message.meta = {"tool_images": len(images), "sent_to_model": vision}
+    message = Message.user(f"[Images from the tool results: {names}]", [i for _, i in images])
+    message.meta = {"tool_images": len(images), "sent_to_model": True}
     return message
 
 

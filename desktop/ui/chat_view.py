@@ -160,6 +160,8 @@ class ChatView(QScrollArea):
                         float(message.meta.get("duration_ms", 0.0)),
                         images,
                     )
+                    if images and message.meta.get("sent_to_model") is False:
+                        card.mark_images(False)
         return widgets
 
     # --- the turn as it happens ---------------------------------------------------------

@@ -188,3 +188,38 @@ async def test_cli_against_the_real_server(llama_server: LlamaServer) -> None:
     assert process.returncode == 0, err.decode()
     events: list[Event] = [json.loads(line) for line in out.decode().splitlines()]
     assert events[-1]["kind"] == "turn_finished" and events[-1]["text"]
+
+
+# Loomchat's own words, which must never reach an answer: the model copied its old note
+# about images ("... this model cannot see images.") into the reply after a chart.
+OWN_WORDS = ("cannot see", "[The tool results", "[Result of", "Images from the tool",
+             "The user sees the image")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Make a pie chart of our costs: rent 50, food 30, fun 20.",
+        "What is 1234 times 5678?",
+        "What time is it in Tokyo right now?",
+        # The installer test's question: the model drew a chart, then answered with the
+        # note Loomchat had added for it.
+        "Say hello in five words.",
+    ],
+)
+async def test_the_answer_after_each_built_in_tool_is_the_models_own(
+    llama_server: LlamaServer, question: str
+) -> None:
+    from desktop.core.builtins import builtin_tools
+
+    provider = make_provider("llamacpp", llama_server.base_url)
+    active, _ = on_track(provider, "emulated")  # the app's default track, no vision
+    events = await complete_turn(
+        active, Toolbox(builtin_tools()), [Message.user(question)],
+        settings=LoopSettings(options=RequestOptions(temperature=0, seed=42, max_tokens=120)),
+    )  # fmt: skip
+    await provider.aclose()
+    final = events[-1]
+    assert isinstance(final, TurnFinished), final
+    assert final.text.strip()
+    assert not any(words in final.text for words in OWN_WORDS), final.text

@@ -523,13 +523,19 @@ async def test_tool_images_follow_the_results_as_one_user_message() -> None:
 
 
 async def test_tool_images_become_a_note_for_a_model_without_vision() -> None:
-    """Edge case 24: never send images to a model that cannot see them."""
+    """Edge case 24: never send images to a model that cannot see them. The result says
+    where the image went, in its own words: a separate note ("this model cannot see
+    images") was copied into the answer word for word."""
     chart = Recorder("chart", answer=ToolOutput("a chart", [Image.from_bytes(PNG)]))
     provider = ScriptedProvider([native("chart", q="x"), "ok"])
-    await turn(provider, [chart.tool])
-    note = provider.requests[1].messages[-1]
-    assert note.role == "user" and note.images == []
-    assert "cannot see images" in note.text
+    events, _conversation = await turn(provider, [chart.tool])
+    result = provider.requests[1].messages[-1]
+    assert result.role == "tool" and result.images == []
+    assert result.text == "a chart\nThe user sees the image in the chat."
+    assert result.meta["sent_to_model"] is False and len(result.meta["images"]) == 1
+    assert not any("cannot see" in m.text for m in provider.requests[1].messages)
+    shown = next(e for e in events if isinstance(e, ToolResult))
+    assert shown.content == "a chart" and len(shown.images) == 1  # the card shows it all
 
 
 async def test_emulated_images_stay_image_parts_and_the_user_image_survives() -> None:

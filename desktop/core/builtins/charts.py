@@ -71,7 +71,7 @@ async def create_chart(arguments: dict[str, Any]) -> ToolOutput:
     points = len(arguments["labels"]) * (1 + len(arguments.get("more_series", [])))
     return ToolOutput(
         f"Created a {arguments['type']} chart titled {arguments.get('title', '')!r} "
-        f"with {points} data points; the image is attached.",
+        f"with {points} data points.",
         [Image(png, "image/png")],
     )
 

@@ -271,7 +271,7 @@ def workspace_tools(workspace: Workspace) -> list[Tool]:
         target, data = await asyncio.to_thread(workspace.read_bytes, arguments["path"])
         if sniff_image_mime(data) or target.suffix.lower() in IMAGE_SUFFIXES:
             image = await run_isolated(fit_image, data)
-            return ToolOutput(f"{arguments['path']} is an image; it is attached.", [image])
+            return ToolOutput(f"{arguments['path']} is an image ({image.mime}).", [image])
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -283,7 +283,7 @@ def workspace_tools(workspace: Workspace) -> list[Tool]:
             image = await run_isolated(fit_image, data)
         except ImageError as exc:
             raise WorkspaceError(f"{arguments['path']!r}: {exc}") from None
-        return ToolOutput(f"{arguments['path']} ({image.mime}) is attached.", [image])
+        return ToolOutput(f"{arguments['path']} is an image ({image.mime}).", [image])
 
     async def write_file(arguments: dict[str, Any]) -> str:
         content = arguments["content"]
