@@ -33,6 +33,7 @@ from desktop.core.runtime import (
 from desktop.core.secrets import SecretStore
 from desktop.core.settings import Settings
 from desktop.core.store import ChatStore
+from desktop.core.tool_selection import Offer, ToolSelector, needs_selection, offer_for
 from desktop.core.tools import Approver, Tool, Toolbox
 from desktop.core.trace import TracingProvider, TurnTrace
 
@@ -84,6 +85,7 @@ class Session:
         self._traced: TracingProvider | None = None
         self._active: Provider | None = None
         self._conversations: dict[int, list[Message]] = {}
+        self._selector: ToolSelector | None = None  # the index over many tools, kept
         self.traces: dict[int, list[TurnTrace]] = {}
         self.apply_settings(settings)
 
@@ -126,6 +128,23 @@ class Session:
 
     def toolbox(self) -> Toolbox:
         return Toolbox(t for t in self.all_tools if self.settings.tool_enabled(t.name))
+
+    def offer(self, conversation: Sequence[Message], request: str) -> Offer:
+        """The tools this turn offers: all while they fit, else those that fit `request`,
+        the pinned ones, and those used earlier in the conversation."""
+        tools = list(self.toolbox())
+        if self.settings.tool_selection == "off":
+            return Offer(tools, {t.name: "all tools" for t in tools})
+        context = self.connection.capabilities.context_size or self.settings.context_size
+        if self._selector is None or self._selector.tools != tools:
+            if not needs_selection(tools, context):
+                return Offer(tools, {t.name: "all tools fit" for t in tools})
+            self._selector = ToolSelector(tools)
+        pinned = [name for name, on in self.settings.pinned_tools.items() if on]
+        used = [c.name for m in conversation for c in m.tool_calls]
+        return offer_for(
+            tools, request, context_size=context, pinned=pinned, used=used, selector=self._selector
+        )
 
     # --- the connection ---------------------------------------------------------------
 
@@ -292,9 +311,12 @@ class Session:
                 return True
             return approver is not None and await approver(call, tool)
 
+        offer = self.offer(conversation, text)
+        if offer.selected:
+            trace.offer = offer.to_dict()
         turn = run_turn(
             self._active,
-            self.toolbox(),
+            Toolbox(offer.tools),
             conversation,
             settings=settings,
             dedupe=self.dedupe,

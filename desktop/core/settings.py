@@ -36,6 +36,8 @@ SCHEMA: dict[str, Any] = {
         "workspace": {"type": "string"},
         "mcp_config": {"type": "string"},
         "trusted_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "tool_selection": {"enum": ["auto", "off"]},
+        "pinned_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -59,6 +61,10 @@ class Settings:
     workspace: str = ""  # the folder the file tools may use; empty: no file tools
     mcp_config: str = ""  # a JSON file of MCP servers ({"mcpServers": ...})
     trusted_tools: dict[str, bool] = field(default_factory=dict)  # run without asking
+    # "auto": when the tools do not fit (desktop/core/tool_selection.py), each turn offers
+    # those that fit its request; "off": always all of them.
+    tool_selection: str = "auto"
+    pinned_tools: dict[str, bool] = field(default_factory=dict)  # always offered
 
     def tool_enabled(self, name: str) -> bool:
         return self.tools_enabled.get(name, True)

@@ -69,6 +69,8 @@ class TurnTrace:
     provider: str
     steps: list[StepTrace] = field(default_factory=list)
     outcome: dict[str, Any] | None = None
+    # Which tools the turn offered and why, when it offered a selection of them.
+    offer: dict[str, Any] | None = None
 
     def record(self, event: Event) -> None:
         """Attach a loop event to its step. Text deltas are left out (the raw output has
@@ -91,6 +93,7 @@ class TurnTrace:
             "provider": self.provider,
             "steps": [s.to_dict() for s in self.steps],
             "outcome": self.outcome,
+            "offer": self.offer,
         }
 
 

@@ -149,6 +149,15 @@ class InspectorPanel(QWidget):
         if not 0 <= index < len(self.traces):
             return
         trace = self.traces[index].to_dict()
+        if offer := trace.get("offer"):
+            offered = offer["offered"]
+            node = QTreeWidgetItem(
+                [f"Tools offered: {len(offered)} of {len(offered) + offer['left_out']}"]
+            )
+            lines = [f"{name}: {why}" for name, why in offered.items()]
+            lines.append(f"({offer['left_out']} more left out: they did not fit the request.)")
+            node.setData(0, Qt.ItemDataRole.UserRole, "\n".join(lines))
+            self.tree.addTopLevelItem(node)
         for step in trace["steps"]:
             node = QTreeWidgetItem([f"Step {step['step']} · {step.get('duration_ms') or '…'} ms"])
             for title, text in step_sections(step):
