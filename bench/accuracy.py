@@ -14,6 +14,9 @@ a fixed seed, the bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
 - `native`: the server's own tool calling, plus Loomchat's text fallback (calls written as
   JSON in the text are found);
 - `native-raw`: the server's tool calling alone (what a plain client gets).
+With `--distractors N`, each mode runs twice, side by side: on the plain set, and with each
+case padded with N tools taken from other cases, the turn offering what Loomchat's tool
+selection picks for the question (as the app does when the tools do not fit).
 Scores with the set's own checker; prints and writes a Markdown table per category:
 accuracy, unparseable output (no call could be read from an attempted one), calls cut off
 by the output limit, hallucinated arguments, answers the gate turned to text (`gate: text`),
@@ -26,6 +29,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import random
 import re
 import statistics
 import sys
@@ -39,10 +43,12 @@ from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
 from desktop.core.messages import Message
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.tool_selection import offer_for
 from desktop.core.tools import Tool
 
 DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
+CONTEXT_SIZE = 8192
 
 
 def load_checker(cases: Path) -> Any:
@@ -57,11 +63,15 @@ async def noop(arguments: dict[str, Any]) -> str:
     return ""
 
 
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
+
 def tools_of(case: dict[str, Any]) -> tuple[list[Tool], dict[str, str]]:
     """The case's functions as tools, names made safe for every API (dots to `_`)."""
     tools, names = [], {}
     for function in case["functions"]:
-        safe = re.sub(r"[^A-Za-z0-9_-]", "_", function["name"])
+        safe = safe_name(function["name"])
         names[safe] = function["name"]
         parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
         tools.append(Tool(safe, function.get("description", ""), parameters, noop))
@@ -85,8 +95,27 @@ async def ask(
     return reply, prompt_tokens, time.perf_counter() - started
 
 
+def with_distractors(
+    case: dict[str, Any], tools: list[Tool], pool: list[Tool], count: int
+) -> tuple[list[Tool], dict[str, str]]:
+    """The case's tools plus `count` from other cases (the same ones on every run), then
+    the selection the app would offer for the question; and why each was offered."""
+    own = {t.name for t in tools}
+    others = [t for t in pool if t.name not in own]
+    random.Random(case["id"]).shuffle(others)
+    padded = tools + others[:count]
+    random.Random(f"{case['id']}:order").shuffle(padded)  # the right tools are not first
+    question = " ".join(m["content"] for m in case["question"])
+    offer = offer_for(padded, question, context_size=CONTEXT_SIZE)
+    return offer.tools, offer.reasons
+
+
 async def run_mode(
-    mode: str, url: str, cases: list[dict[str, Any]], checker: Any
+    mode: str,
+    url: str,
+    cases: list[dict[str, Any]],
+    checker: Any,
+    distractors: int = 0,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     provider: Provider = {
@@ -97,9 +126,15 @@ async def run_mode(
         "native-raw": base,
     }[mode]
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    pool = [t for case in cases for t in tools_of(case)[0]]
     for case in cases:
         tools, names = tools_of(case)
+        expected = [safe_name(name) for call in case["expected"] for name in call]
         case_with_names = {**case, "name_map": {**case.get("name_map", {}), **names}}
+        offered = len(tools)
+        if distractors:
+            tools, _reasons = with_distractors(case, tools, pool, distractors)
+            offered = len(tools)
         reply, prompt_tokens, seconds = await ask(provider, case, tools)
         calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         ok, reason = checker.check(case_with_names, calls)
@@ -112,7 +147,8 @@ async def run_mode(
         unparseable = not cut_off and (bool(reply.broken_calls) or (attempted and not calls))
         row = {"id": case["id"], "ok": ok, "reason": reason, "seconds": seconds}
         row |= {"unparseable": unparseable, "cut_off": cut_off, "gated": gated}
-        row |= {"hallucinated": hallucinated}
+        row |= {"hallucinated": hallucinated, "offered": offered}
+        row["kept_expected_tools"] = all(name in {t.name for t in tools} for name in expected)
         if odds := re.search(r"\[odds of a call: ([0-9.]+)\]", raw):
             row["call_odds"] = float(odds.group(1))
         rows[case["category"]].append({**row, "prompt_tokens": prompt_tokens})
@@ -122,7 +158,8 @@ async def run_mode(
 
 def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
     columns = ["mode", "category", "accuracy", "unparseable", "cut off", "hallucinated args",
-               "gate: text", "prompt tokens (median)", "s/case (median)"]  # fmt: skip
+               "gate: text", "prompt tokens (median)", "s/case (median)",
+               "tools offered (median)", "expected tools offered"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for mode, rows in results.items():
         everything = [r for c in CATEGORIES for r in rows.get(c, [])]
@@ -139,7 +176,9 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
                 f"| {100 * sum(r['hallucinated'] for r in chosen) / n:.0f}% "
                 f"| {100 * sum(r.get('gated', False) for r in chosen) / n:.0f}% "
                 f"| {statistics.median(r['prompt_tokens'] for r in chosen):.0f} "
-                f"| {statistics.median(r['seconds'] for r in chosen):.2f} |"
+                f"| {statistics.median(r['seconds'] for r in chosen):.2f} "
+                f"| {statistics.median(r.get('offered', 0) for r in chosen):.0f} "
+                f"| {100 * sum(r.get('kept_expected_tools', True) for r in chosen) / n:.0f}% |"
             )
     return "\n".join(lines)
 
@@ -169,6 +208,8 @@ async def main() -> None:
     parser.add_argument("--url", help="an already running llama-server")
     parser.add_argument("--limit", type=int, help="only the first N cases of each category")
     parser.add_argument("--out", type=Path, default=Path("bench/results/accuracy.md"))
+    parser.add_argument("--distractors", type=int, default=0, metavar="N",
+                        help="also run each mode with N other cases' tools per case")  # fmt: skip
     args = parser.parse_args()
     checker = load_checker(args.cases)
     cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
@@ -181,15 +222,17 @@ async def main() -> None:
     url = args.url
     if not url:
         model = args.model or ensure_bundled_model()
-        server = LlamaServer(model=model, threads=2, context_size=8192)
+        server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
         await server.start()
         url = server.base_url
     try:
         results = {}
         for mode in args.modes.split(","):
-            started = time.perf_counter()
-            results[mode] = await run_mode(mode, url, cases, checker)
-            print(f"{mode}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            for padding in sorted({0, args.distractors}):
+                name = f"{mode} +{padding} distractors" if padding else mode
+                started = time.perf_counter()
+                results[name] = await run_mode(mode, url, cases, checker, padding)
+                print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     finally:
         if server:
             server.stop()

@@ -25,7 +25,7 @@ MAX_CONTEXT_SHARE = 0.25
 # How many tools a selection offers at most, pinned and used ones aside, and how weak a
 # match may be next to the best one (a stray shared word is no reason to offer a tool).
 SELECTED = 6
-WEAKEST_SHARE = 0.25
+WEAKEST_SHARE = 0.4
 _CHARS_PER_TOKEN = 4  # a rough estimate, enough to compare with a share of the context
 
 

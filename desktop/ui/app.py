@@ -182,6 +182,14 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
             outcome = await toolbox.run(call)
             tools[tool.name] = f"error: {outcome.error}" if outcome.error else "ok"
     report["tools"] = tools
+    # Tool selection's libraries load only when many tools are offered: load them here.
+    from desktop.core.tool_selection import ToolSelector
+
+    try:
+        picked = ToolSelector(list(toolbox)).select("What is 23 times 19?").tools
+        report["tool_selection"] = "ok" if picked else "error: nothing selected"
+    except Exception as exc:
+        report["tool_selection"] = f"error: {exc!r}"
     # The built-in runtime may take a while to load its model.
     connection = await asyncio.wait_for(settled, 600)
     report |= {"connected": connection.ok, "status": connection.message,
@@ -210,6 +218,7 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
         print(json.dumps(report), flush=True)
     answered = bool(report.get("answer")) and not report["answer"].startswith("failed")
     tools_ok = all(result == "ok" for result in tools.values())
+    tools_ok = tools_ok and report["tool_selection"] == "ok"
     return 0 if report["window_shown"] and answered and tools_ok else 1
 
 

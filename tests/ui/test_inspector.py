@@ -33,3 +33,21 @@ def test_each_phase_of_a_step_has_its_own_rows() -> None:
     assert titles.index("← plain output") > odds
     assert dict(rows)["← plain output"] == "Hello there."
     assert '"type": "array"' in dict(rows)["→ constrained re-ask (JSON Schema)"]
+
+
+def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]
+    from desktop.core.trace import TurnTrace
+    from desktop.ui.inspector import InspectorPanel
+
+    trace = TurnTrace(track="emulated", provider="scripted")
+    trace.offer = {"offered": {"weather__forecast": "matches the request (2.4)",
+                               "db__query": "pinned"}, "left_out": 48}  # fmt: skip
+    inspector = InspectorPanel()
+    inspector.set_traces([trace])
+    first = inspector.tree.topLevelItem(0)
+    assert first.text(0) == "Tools offered: 2 of 50"
+    inspector.tree.setCurrentItem(first)
+    assert inspector.detail.toPlainText() == (
+        "weather__forecast: matches the request (2.4)\ndb__query: pinned\n"
+        "(48 more left out: they did not fit the request.)"
+    )

@@ -39,6 +39,7 @@ async def test_the_self_check_asks_through_the_window(tmp_path: Path) -> None:
     assert report["window_shown"] is True and report["connected"] is True
     assert report["answer"] == "Hello from the server."
     assert report["tools"] == {"calculator": "ok", "current_time": "ok", "create_chart": "ok"}
+    assert report["tool_selection"] == "ok"
     asked = [r.json() for r in server.requests if r.path == PATH]
     assert asked[0]["messages"][-1]["content"] == "Say hello"
 
