@@ -17,6 +17,9 @@ a fixed seed, the bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
 With `--distractors N`, each mode runs twice, side by side: on the plain set, and with each
 case padded with N tools taken from other cases, the turn offering what Loomchat's tool
 selection picks for the question (as the app does when the tools do not fit).
+With `--history N`, likewise: each case is also asked after N earlier turns of one
+conversation (other cases' questions, every other one answered with a call to its tool
+and that call's result, the rest in plain text), their tools offered too.
 Scores with the set's own checker; prints and writes a Markdown table per category:
 accuracy, unparseable output (no call could be read from an attempted one), calls cut off
 by the output limit, hallucinated arguments, answers the gate turned to text (`gate: text`),
@@ -35,12 +38,13 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from desktop.core.backends import make_provider
 from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
-from desktop.core.messages import Message
+from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tool_selection import offer_for
@@ -78,10 +82,52 @@ def tools_of(case: dict[str, Any]) -> tuple[list[Tool], dict[str, str]]:
     return tools, names
 
 
+def first_values(arguments: dict[str, list[Any]]) -> dict[str, Any]:
+    """The first acceptable value of each argument; those that may be left out are."""
+    chosen = {}
+    for name, values in arguments.items():
+        value = next((v for v in values if v != ""), None)
+        if value is not None:
+            chosen[name] = value
+    return chosen
+
+
+def history_for(
+    case: dict[str, Any], cases: list[dict[str, Any]], turns: int
+) -> tuple[list[Message], list[Tool]]:
+    """`turns` earlier turns of a conversation before the case's question, and the tools
+    they used (the same on every run of the case)."""
+    rng = random.Random(f"{case['id']}:history")
+    callers = [c for c in cases if c["category"] != "irrelevance" and c["id"] != case["id"]]
+    others = [c for c in cases if c["id"] != case["id"]]
+    messages: list[Message] = []
+    used: list[Tool] = []
+    for turn in range(turns):
+        earlier = rng.choice(callers if turn % 2 == 0 else others)
+        messages.append(Message.user(" ".join(m["content"] for m in earlier["question"])))
+        if turn % 2 == 0:
+            calls = [
+                ToolCall(f"h{turn}_{i}", safe_name(name), first_values(arguments))
+                for i, call in enumerate(earlier["expected"])
+                for name, arguments in call.items()
+            ]
+            messages.append(Message.assistant("", calls))
+            messages += [Message.tool(c.id, c.name, '{"status": "done"}') for c in calls]
+            messages.append(Message.assistant("Done: the results are above."))
+            names = {c.name for c in calls}
+            used += [t for t in tools_of(earlier)[0] if t.name in names]
+        else:
+            messages.append(Message.assistant("Here is what I know about that, in short."))
+    return messages, used
+
+
 async def ask(
-    provider: Provider, case: dict[str, Any], tools: list[Tool]
+    provider: Provider,
+    case: dict[str, Any],
+    tools: list[Tool],
+    history: Sequence[Message] = (),
 ) -> tuple[Reply, int, float]:
-    messages = [Message.user(m["content"]) for m in case["question"]]
+    messages = [*history, *(Message.user(m["content"]) for m in case["question"])]
     options = RequestOptions(temperature=0, seed=7, max_tokens=384)
     reply: Reply | None = None
     prompt_tokens = 0
@@ -116,6 +162,7 @@ async def run_mode(
     cases: list[dict[str, Any]],
     checker: Any,
     distractors: int = 0,
+    history: int = 0,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     provider: Provider = {
@@ -135,7 +182,14 @@ async def run_mode(
         if distractors:
             tools, _reasons = with_distractors(case, tools, pool, distractors)
             offered = len(tools)
-        reply, prompt_tokens, seconds = await ask(provider, case, tools)
+        earlier: list[Message] = []
+        if history:
+            earlier, used = history_for(case, cases, history)
+            own = {t.name for t in tools}
+            earlier_tools = {t.name: t for t in used if t.name not in own}
+            tools = tools + list(earlier_tools.values())
+            offered = len(tools)
+        reply, prompt_tokens, seconds = await ask(provider, case, tools, earlier)
         calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         ok, reason = checker.check(case_with_names, calls)
         known = {t.name: set(t.properties) for t in tools}
@@ -210,6 +264,8 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/accuracy.md"))
     parser.add_argument("--distractors", type=int, default=0, metavar="N",
                         help="also run each mode with N other cases' tools per case")  # fmt: skip
+    parser.add_argument("--history", type=int, default=0, metavar="N",
+                        help="also run each mode after N earlier turns per case")  # fmt: skip
     args = parser.parse_args()
     checker = load_checker(args.cases)
     cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
@@ -227,11 +283,15 @@ async def main() -> None:
         url = server.base_url
     try:
         results = {}
+        variants = [(0, 0)]
+        variants += [(args.distractors, 0)] if args.distractors else []
+        variants += [(0, args.history)] if args.history else []
         for mode in args.modes.split(","):
-            for padding in sorted({0, args.distractors}):
-                name = f"{mode} +{padding} distractors" if padding else mode
+            for padding, turns in variants:
+                name = mode + (f" +{padding} distractors" if padding else "")
+                name += f" after {turns} turns" if turns else ""
                 started = time.perf_counter()
-                results[name] = await run_mode(mode, url, cases, checker, padding)
+                results[name] = await run_mode(mode, url, cases, checker, padding, turns)
                 print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     finally:
         if server:
