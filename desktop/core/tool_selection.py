@@ -27,6 +27,8 @@ MAX_CONTEXT_SHARE = 0.25
 SELECTED = 6
 WEAKEST_SHARE = 0.4
 _CHARS_PER_TOKEN = 4  # a rough estimate, enough to compare with a share of the context
+# What is indexed of one tool: a description from an MCP server may be any size.
+MAX_INDEXED_CHARS = 4_000
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ def tool_text(tool: Tool) -> str:
         for name, spec in tool.properties.items()
     )
     examples = " ".join(example.prompt for example in tool.examples)
-    return words_of(f"{tool.name} {tool.name} {tool.description} {parameters} {examples}")
+    text = f"{tool.name} {tool.name} {tool.description[:MAX_INDEXED_CHARS]} {examples} {parameters}"
+    return words_of(text[:MAX_INDEXED_CHARS])
 
 
 def prompt_tokens(tools: Sequence[Tool]) -> int:

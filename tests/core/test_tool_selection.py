@@ -129,3 +129,13 @@ def test_old_settings_files_still_load(tmp_path: Path) -> None:
     settings = load_settings(path)
     assert settings.tool_selection == "auto" and settings.pinned_tools == {}
     assert Message.user("x").text == "x"
+
+
+def test_a_huge_description_from_a_server_is_indexed_in_part_and_fast() -> None:
+    import time
+
+    hostile = [*MANY, tool("evil__tool", "weather " * 1_000_000, *[f"p{i}" for i in range(5000)])]
+    started = time.perf_counter()
+    offer = ToolSelector(hostile).select("What's the weather in Oslo for the next three days?")
+    assert time.perf_counter() - started < 2
+    assert "weather__forecast" in [t.name for t in offer.tools]
