@@ -33,7 +33,7 @@ from desktop.core.runtime import (
 from desktop.core.secrets import SecretStore
 from desktop.core.settings import Settings
 from desktop.core.store import ChatStore
-from desktop.core.tool_selection import Offer, ToolSelector, needs_selection, offer_for
+from desktop.core.tool_selection import Offer, ToolSelector, every_tool, needs_selection
 from desktop.core.tools import Approver, Tool, Toolbox
 from desktop.core.trace import TracingProvider, TurnTrace
 
@@ -134,17 +134,15 @@ class Session:
         the pinned ones, and those used earlier in the conversation."""
         tools = list(self.toolbox())
         if self.settings.tool_selection == "off":
-            return Offer(tools, {t.name: "all tools" for t in tools})
+            return every_tool(tools, "all tools")
         context = self.connection.capabilities.context_size or self.settings.context_size
+        if not needs_selection(tools, context):
+            return every_tool(tools)
         if self._selector is None or self._selector.tools != tools:
-            if not needs_selection(tools, context):
-                return Offer(tools, {t.name: "all tools fit" for t in tools})
-            self._selector = ToolSelector(tools)
+            self._selector = ToolSelector(tools)  # kept: indexing is done once per tool set
         pinned = [name for name, on in self.settings.pinned_tools.items() if on]
         used = [c.name for m in conversation for c in m.tool_calls]
-        return offer_for(
-            tools, request, context_size=context, pinned=pinned, used=used, selector=self._selector
-        )
+        return self._selector.select(request, pinned=pinned, used=used)
 
     # --- the connection ---------------------------------------------------------------
 

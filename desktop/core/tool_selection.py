@@ -130,6 +130,10 @@ class ToolSelector:
         )
 
 
+def every_tool(tools: Sequence[Tool], reason: str = "all tools fit") -> Offer:
+    return Offer(list(tools), {t.name: reason for t in tools})
+
+
 def offer_for(
     tools: Sequence[Tool],
     request: str,
@@ -137,9 +141,8 @@ def offer_for(
     context_size: int | None = None,
     pinned: Iterable[str] = (),
     used: Iterable[str] = (),
-    selector: ToolSelector | None = None,
 ) -> Offer:
     """All tools while they fit, else a selection for `request`."""
     if not needs_selection(tools, context_size):
-        return Offer(list(tools), {t.name: "all tools fit" for t in tools})
-    return (selector or ToolSelector(tools)).select(request, pinned=pinned, used=used)
+        return every_tool(tools)
+    return ToolSelector(tools).select(request, pinned=pinned, used=used)
