@@ -1,4 +1,5 @@
-"""Headless use: `python -m desktop run --provider KIND --url URL --model NAME PROMPT`.
+"""Headless use: `python -m desktop run --provider KIND --url URL --model NAME PROMPT`, and
+`python -m desktop calibrate --provider KIND ...` to measure how a model calls tools.
 
 With `--events jsonl` every event is printed as one JSON object per line on stdout;
 otherwise the answer streams to stdout and tool activity goes to stderr. The exit code is
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 
 from desktop.core.backends import BACKENDS, CapabilityCache, make_provider, prepare
 from desktop.core.builtins import builtin_tools
+from desktop.core.calibration import CALIBRATIONS_FILE, CalibrationStore, Calibrator, model_key
 from desktop.core.dedupe import Deduplicator
 from desktop.core.events import (
     Event,
@@ -34,7 +36,9 @@ from desktop.core.events import (
 from desktop.core.loop import LoopSettings, parse_max_tool_calls, run_turn
 from desktop.core.mcp_tools import McpServers, load_mcp_config
 from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import RequestOptions
+from desktop.core.paths import data_dir
+from desktop.core.providers.base import ProviderError, RequestOptions
+from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tools import Approver, Tool, Toolbox
 
 
@@ -97,6 +101,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
                      help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
     run.add_argument("prompt")
+    calibrate = commands.add_parser(
+        "calibrate", help="measure how a model calls tools; print and keep its reliability card"
+    )
+    calibrate.add_argument("--provider", required=True, choices=["builtin", *sorted(BACKENDS)],
+                           metavar="KIND", help="builtin, or a backend kind")  # fmt: skip
+    calibrate.add_argument("--url", help="backend base URL (default: the backend's usual address)")
+    calibrate.add_argument("--model", default="",
+                           help="model name; builtin: a GGUF file (default: bundled)")  # fmt: skip
+    calibrate.add_argument("--tools", default="all", metavar="NAME,...",
+                           help="built-in tools to calibrate with (default: all)")  # fmt: skip
+    calibrate.add_argument("--workspace", type=Path, help="folder the file tools work in")
+    calibrate.add_argument("--json", action="store_true", help="print the card as JSON")
+    calibrate.add_argument("--no-save", action="store_true",
+                           help="do not keep the result in the data folder")  # fmt: skip
+    calibrate.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
+                           help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
     return parser
 
 
@@ -233,10 +253,57 @@ async def _run(
     return status
 
 
+async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tools = choose_tools(builtin_tools(args.workspace), args.tools)
+    server: LlamaServer | None = None
+    file: Path | None = None
+    if args.provider == "builtin":
+        file = Path(args.model) if args.model else ensure_bundled_model()
+        server = LlamaServer(model=file)
+        await server.start()
+        provider = make_provider("llamacpp", server.base_url)
+    else:
+        provider = make_provider(args.provider, args.url, args.model, api_key=args.api_key)
+    try:
+        if not provider.model and (models := await provider.list_models()):
+            provider.model = models[0]
+        probed = await CapabilityCache().capabilities(provider)
+        provider.capabilities = probed.capabilities
+
+        def progress(done: int, total: int) -> None:
+            filled = done * 30 // total
+            err.write(f"\rcalibrating [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+            err.flush()
+
+        key = model_key(args.provider, provider.model, file)
+        calibrator = Calibrator(
+            provider, tools, key, native=probed.capabilities.native_tools, progress=progress
+        )
+        calibration = await calibrator.run()
+        err.write("\n")
+    except ProviderError as exc:
+        err.write(f"\nerror: {exc}\n")
+        return 1
+    finally:
+        await provider.aclose()
+        if server is not None:
+            server.stop()
+    if not args.no_save:
+        CalibrationStore(data_dir() / CALIBRATIONS_FILE).put(calibration)
+    if args.json:
+        out.write(json.dumps(calibration.to_dict(), indent=1) + "\n")
+    else:
+        out.write(f"Reliability card: {calibration.model}\n")
+        for label, value in calibration.card():
+            out.write(f"  {label}: {value}\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    command = calibrate_command if args.command == "calibrate" else run_command
     try:
-        return asyncio.run(run_command(args, sys.stdout, sys.stderr))
+        return asyncio.run(command(args, sys.stdout, sys.stderr))
     except ValueError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

@@ -18,6 +18,7 @@ from typing import Any
 from desktop.core.messages import Message, Part, TextPart, ToolCall
 from desktop.core.providers.base import (
     BrokenCall,
+    CallGate,
     Capabilities,
     Provider,
     ProviderEvent,
@@ -544,9 +545,11 @@ MAX_CALLS_PER_STEP = 10
 CALL_TOKEN_BUDGET = 1024
 # The least probability the model must give to opening a call, where the backend reports
 # token odds, for the call to be made; below it the model answers in plain text. Small
-# models reach for a tool on nearly any request but hesitate on those no tool fits. Chosen
-# on the BFCL dev set, whose two halves each agree on 0.89-0.91 (bench/accuracy.py).
-MIN_CALL_ODDS = 0.9
+# models reach for a tool on nearly any request but hesitate on those no tool fits; how
+# much they hesitate differs from model to model (and between quantisations of one), so
+# each model's bar is measured by its calibration (calibration.py). Until then the model's
+# own first choice stands: no bar.
+UNCALIBRATED_BAR = 0.0
 _CALL_OPENERS = ("{", "[", "`")
 _FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
 # How far past the start of a call the free answer is read for the first call's name.
@@ -603,13 +606,21 @@ class ConstrainedTools(EmulatedTools):
     tolerant parser of the plain emulated track.
 
     Where the backend reports token odds, a call that opens the answer is made only if the
-    model was sure of it (`min_call_odds`): a one-token probe of the same prompt, which the
-    server's cache makes nearly free, tells how sure. Otherwise it answers in plain text.
+    model was sure of it (`min_call_odds`, the model's calibrated bar): a one-token probe
+    of the same prompt, which the server's cache makes nearly free, tells how sure.
+    Otherwise it answers in plain text. The reply says how the gate judged (`Reply.gate`).
     """
 
-    def __init__(self, inner: Provider, *, min_call_odds: float = MIN_CALL_ODDS) -> None:
+    def __init__(
+        self,
+        inner: Provider,
+        *,
+        min_call_odds: float = UNCALIBRATED_BAR,
+        bar_source: str = "uncalibrated",
+    ) -> None:
         super().__init__(inner)
         self.min_call_odds = min_call_odds
+        self.bar_source = bar_source
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
@@ -660,12 +671,14 @@ class ConstrainedTools(EmulatedTools):
             return
         prose = gate.buffer[: gate.released]
         raw = gate.buffer
+        judged: CallGate | None = None
         # Only a call that opens the answer is weighed: prose before it shows intent.
         if not prose.strip() and getattr(self.inner, "reports_token_odds", False):
             odds = await self._odds_of_a_call(history, options)
+            judged = CallGate(odds, self.min_call_odds, self.bar_source)
             raw += f"\n[odds of a call: {odds:.2f}]"
-            if odds < self.min_call_odds:
-                async for event in self._plain_answer(messages, options, raw):
+            if not judged.passed:
+                async for event in self._plain_answer(messages, options, raw, judged):
                     yield event
                 return
         budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
@@ -685,12 +698,13 @@ class ConstrainedTools(EmulatedTools):
                         [*found[1], *parsed_answer.broken],
                         raw=f"{raw}\n[constrained]\n{event.raw or event.text}",
                         finish_reason=event.finish_reason,
+                        gate=judged,
                     )
                 elif not isinstance(event, (ThinkingChunk, TokenOdds)):
                     yield event
 
     async def _plain_answer(
-        self, messages: Sequence[Message], options: RequestOptions, raw: str
+        self, messages: Sequence[Message], options: RequestOptions, raw: str, judged: CallGate
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The answer without tools, for a call the model was unsure of. All of it is text,
         shown as it streams, even JSON: no call can come of it."""
@@ -706,6 +720,7 @@ class ConstrainedTools(EmulatedTools):
                     for piece in visible.flush():
                         yield piece
                     text, _ = strip_thinking(event.text)
-                    yield Reply(text, [], [], f"{raw}\n[plain]\n{event.raw}", event.finish_reason)
+                    raw_all = f"{raw}\n[plain]\n{event.raw}"
+                    yield Reply(text, [], [], raw_all, event.finish_reason, judged)
                 elif not isinstance(event, TokenOdds):
                     yield event

@@ -595,6 +595,32 @@ async def test_a_call_the_model_is_unsure_of_becomes_a_plain_answer() -> None:
     assert probe.options.seed == 3 and probe.messages == provider.requests[0].messages
     assert "You can use tools" not in provider.requests[2].messages[0].text  # tools withdrawn
     assert "[odds of a call: 0.70]" in reply.raw
+    assert reply.gate is not None and not reply.gate.passed
+    assert (round(reply.gate.odds, 2), reply.gate.bar) == (0.7, 0.9)
+
+
+async def test_until_a_model_is_calibrated_its_own_first_choice_stands() -> None:
+    """No bar tuned to some other model: uncalibrated, an opened call is made however
+    unsure, and the reply still says how sure the model was."""
+    from desktop.core.emulation import ConstrainedTools
+
+    unsure = [("{", 0.3), ("Argentina", 0.7)]
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=unsure), Step(chunks=[CALL])],
+        constrains_json=True,
+        reports_token_odds=True,
+    )
+    replies = [
+        e
+        async for e in ConstrainedTools(provider).stream(
+            [Message.user("Who won?")], [SEARCH], RequestOptions()
+        )
+        if isinstance(e, Reply)
+    ]
+    assert [c.name for c in replies[0].tool_calls] == ["search"]
+    gate = replies[0].gate
+    assert gate is not None and gate.passed and gate.source == "uncalibrated"
+    assert (round(gate.odds, 2), gate.bar) == (0.3, 0.0)
 
 
 async def test_the_plain_answer_is_all_text_even_json() -> None:
@@ -613,7 +639,7 @@ async def test_the_plain_answer_is_all_text_even_json() -> None:
         reports_token_odds=True,
     )
     shown, reply = [], None
-    async for event in ConstrainedTools(provider).stream(
+    async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
         [Message.user("hi")], [SEARCH], RequestOptions()
     ):
         if isinstance(event, TextChunk):

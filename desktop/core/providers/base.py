@@ -89,6 +89,20 @@ class BrokenCall:
 
 
 @dataclass(frozen=True)
+class CallGate:
+    """How the call gate judged a call the model opened: its odds of a call against the
+    bar, and where that bar came from (the model's calibration, or none yet)."""
+
+    odds: float
+    bar: float
+    source: str  # "calibrated 2026-11-30", or "uncalibrated"
+
+    @property
+    def passed(self) -> bool:
+        return self.odds >= self.bar
+
+
+@dataclass(frozen=True)
 class Reply:
     """The end of one model response.
 
@@ -101,6 +115,7 @@ class Reply:
     broken_calls: list[BrokenCall] = field(default_factory=list)
     raw: str = ""
     finish_reason: str | None = None
+    gate: CallGate | None = None  # set where the call gate weighed an opened call
     kind: Literal["reply"] = "reply"
 
 

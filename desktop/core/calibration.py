@@ -1,0 +1,524 @@
+"""Per-model calibration of tool calling: how a model calls the tools it is offered, and
+the call gate's bar and the track that serve it best.
+
+Models differ in how sure they are when they open a call (one model's odds are 0.95 where
+a call is due and 0.87 where none is; a larger one's 0.58-0.86 where a call is plainly
+due), so no fixed bar suits them all. Calibration asks the model a few dozen short
+questions built from the tools themselves (their examples; a request with only other tools
+offered; chit-chat; a question the last result already answers), once with no bar,
+reading its odds of a call on each, and picks the bar that best separates the calls that
+were due and right from the answers that should have been text. Where the backend has
+its own tool calling, that track answers the same questions and the better one is kept.
+
+The run is paused (its request cancelled, the question asked again later) whenever a chat
+needs the model: calibration never makes a person wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from contextlib import aclosing
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+
+from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
+from desktop.core.tools import Tool
+
+CaseKind = Literal["call", "calls", "distracted", "unfit", "chat", "near-miss", "answered"]
+TrackName = Literal["constrained", "emulated", "native"]
+
+# Enough questions to place a bar (half of them with a call due), few enough for a 0.5B
+# model to answer them in about two minutes on two CPU cores.
+MAX_CASES = 28
+# Requests no tool serves: the model should answer them in words.
+CHIT_CHAT = (
+    "Tell me a short joke.",
+    "Hi! How are you today?",
+    "Write a two-line poem about autumn.",
+    "Thanks, that is all I needed.",
+    "What does the word 'ephemeral' mean?",
+    "Give me one tip for sleeping better.",
+)
+# Each calibration question runs with the same seed and temperature 0: a calibration is a
+# measurement, the same on every run.
+OPTIONS = RequestOptions(temperature=0, seed=11, max_tokens=256)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One calibration question: the conversation, the tools offered, and the calls that
+    answer it (none where the model should answer in words)."""
+
+    kind: CaseKind
+    messages: tuple[Message, ...]
+    tools: tuple[Tool, ...]
+    expected: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    @property
+    def due(self) -> bool:
+        return bool(self.expected)
+
+
+def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
+    """Calibration questions built from `tools`: each example gives a call that is due
+    (alone, with other tools beside it, two at once) and a request no offered tool fits
+    (its own tool withheld); chit-chat, a near-miss about a tool, and a question the last
+    result answers need no call. Half the cases, at most, are due calls."""
+    rng = random.Random(seed)
+    examples = [(tool, example) for tool in tools for example in tool.examples[:2]]
+    rng.shuffle(examples)
+    due: list[Case] = []
+    quiet: list[Case] = []
+    for tool, example in examples:
+        others = [t for t in tools if t.name != tool.name]
+        expected: tuple[tuple[str, dict[str, Any]], ...] = ((tool.name, dict(example.arguments)),)
+        ask = (Message.user(example.prompt),)
+        due.append(Case("call", ask, (tool,), expected))
+        if others:
+            beside = rng.sample(others, min(3, len(others)))
+            due.append(Case("distracted", ask, tuple(_in_order(tools, [tool, *beside])), expected))
+            withheld = rng.sample(others, min(3, len(others)))
+            quiet.append(Case("unfit", ask, tuple(_in_order(tools, withheld)), ()))
+    for (one, first), (two, second) in zip(examples[::2], examples[1::2], strict=False):
+        if one.name != two.name:
+            both = Message.user(f"{first.prompt.rstrip('.?! ')}. Also: {second.prompt}")
+            expected = ((one.name, dict(first.arguments)), (two.name, dict(second.arguments)))
+            due.append(Case("calls", (both,), tuple(_in_order(tools, [one, two])), expected))
+    offered = tuple(tools)
+    quiet += [Case("chat", (Message.user(text),), offered) for text in CHIT_CHAT]
+    for tool, example in examples[:3]:
+        about = tool.name.replace("_", " ").replace("-", " ")
+        quiet.append(
+            Case("near-miss", (Message.user(f"In a sentence: what is {about} good for?"),), offered)
+        )
+        call = ToolCall("calibration", tool.name, dict(example.arguments))
+        quiet.append(
+            Case(
+                "answered",
+                (
+                    Message.user(example.prompt),
+                    Message.assistant("", [call]),
+                    Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
+                    Message.assistant("Done."),
+                    Message.user("Thanks! Did it work?"),
+                ),
+                offered,
+            )
+        )
+    rng.shuffle(due)
+    rng.shuffle(quiet)
+    half = MAX_CASES // 2
+    quiet_count = min(len(quiet), max(half, MAX_CASES - len(due)))
+    chosen = due[: MAX_CASES - quiet_count] + quiet[:quiet_count]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def _in_order(tools: Sequence[Tool], chosen: Sequence[Tool]) -> list[Tool]:
+    names = {t.name for t in chosen}
+    return [t for t in tools if t.name in names]
+
+
+# --- answers and how they score ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model did with one question on one track."""
+
+    kind: CaseKind
+    due: bool
+    called: bool  # it made (or tried to make) a call
+    right: bool  # its calls were the expected ones (when it made any)
+    odds: float | None  # its odds of a call, where the gate weighed one
+    invalid: bool  # a call that could not be used
+    cut_off: bool  # the output limit cut a call short
+    calls: int
+    completion_tokens: int
+    seconds: float
+
+    def right_at(self, bar: float) -> bool:
+        """Was the outcome right with this bar on the call gate?"""
+        called = self.called and (self.odds is None or self.odds >= bar)
+        return self.right if called else not self.due
+
+
+def same_value(got: Any, wanted: Any) -> bool:
+    """Loose equality for arguments: case and surrounding spaces aside, 3 == 3.0 == "3"."""
+    if isinstance(wanted, bool) or isinstance(got, bool):
+        return bool(got is wanted)
+    if isinstance(wanted, int | float) and isinstance(got, int | float | str):
+        try:
+            return math.isclose(float(got), float(wanted), rel_tol=1e-6)
+        except ValueError:
+            return False
+    if isinstance(wanted, str) and isinstance(got, str):
+        return got.strip().casefold() == wanted.strip().casefold()
+    if isinstance(wanted, list) and isinstance(got, list):
+        return len(got) == len(wanted) and all(map(same_value, got, wanted))
+    if isinstance(wanted, dict) and isinstance(got, dict):
+        return set(got) >= set(wanted) and all(same_value(got[k], v) for k, v in wanted.items())
+    same: bool = got == wanted
+    return same
+
+
+def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str, Any]]]) -> bool:
+    """The calls name exactly the expected tools, and each expected call's arguments are
+    found (loosely equal) in a call to its tool."""
+    if sorted(c.name for c in made) != sorted(name for name, _ in expected):
+        return False
+    return all(
+        any(c.name == name and same_value(c.arguments, arguments) for c in made)
+        for name, arguments in expected
+    )
+
+
+async def answer(provider: Provider, case: Case) -> Answer:
+    started = time.perf_counter()
+    reply: Reply | None = None
+    tokens = 0
+    async with aclosing(provider.stream(list(case.messages), list(case.tools), OPTIONS)) as events:
+        async for event in events:
+            if isinstance(event, Reply):
+                reply = event
+            elif isinstance(event, UsageReport):
+                tokens += event.completion_tokens
+    seconds = time.perf_counter() - started
+    if reply is None:
+        return Answer(case.kind, case.due, False, False, None, True, False, 0, tokens, seconds)
+    made = reply.tool_calls
+    broken = bool(reply.broken_calls)
+    cut_off = broken and reply.finish_reason == "length"
+    return Answer(
+        case.kind,
+        case.due,
+        called=bool(made) or broken,
+        right=not broken and calls_right(made, case.expected),
+        odds=reply.gate.odds if reply.gate is not None else None,
+        invalid=broken and not cut_off,
+        cut_off=cut_off,
+        calls=len(made) + len(reply.broken_calls),
+        completion_tokens=tokens,
+        seconds=seconds,
+    )
+
+
+def score(answers: Sequence[Answer], bar: float) -> float:
+    """Balanced accuracy at a bar: the share right where a call is due and the share right
+    where none is, weighed equally, so the mix of questions does not choose the bar."""
+    shares = []
+    for group in ([a for a in answers if a.due], [a for a in answers if not a.due]):
+        if group:
+            shares.append(sum(a.right_at(bar) for a in group) / len(group))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def choose_bar(answers: Sequence[Answer]) -> float:
+    """The bar that scores best, placed in the middle of the widest gap between the odds
+    seen among the best bars' cuts (the widest margin; 0 when no bar helps)."""
+    odds = sorted({a.odds for a in answers if a.odds is not None})
+    if not odds:
+        return 0.0
+    cuts = [(0.0, odds[0])]  # each cut: the gap (below, above) a bar inside it falls in
+    cuts += list(itertools.pairwise(odds))
+    cuts.append((odds[-1], 1.0))
+    best = max(score(answers, (low + high) / 2) for low, high in cuts)
+    ties = [(low, high) for low, high in cuts if score(answers, (low + high) / 2) == best]
+    if (0.0, odds[0]) in ties:
+        return 0.0  # no bar is as good as any: the model's own choice stands
+    low, high = max(ties, key=lambda cut: cut[1] - cut[0])
+    return round((low + high) / 2, 3)
+
+
+# --- the result: a reliability card --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrackScore:
+    """How one track did on the calibration questions (with its bar, for the gated one)."""
+
+    track: TrackName
+    due_right: int
+    due: int
+    parallel_right: int
+    parallel: int
+    quiet_right: int  # no call where none fits
+    quiet: int
+    invalid: int
+    cut_off: int
+    calls: int
+    tokens_per_call: float
+    seconds_per_call: float
+    score: float  # balanced accuracy
+
+    @classmethod
+    def of(cls, track: TrackName, answers: Sequence[Answer], bar: float) -> TrackScore:
+        due = [a for a in answers if a.due]
+        parallel = [a for a in answers if a.kind == "calls"]
+        quiet = [a for a in answers if not a.due]
+        calling = [a for a in answers if a.called and a.calls]
+        calls = sum(a.calls for a in calling)
+        return cls(
+            track,
+            sum(a.right_at(bar) for a in due),
+            len(due),
+            sum(a.right_at(bar) for a in parallel),
+            len(parallel),
+            sum(a.right_at(bar) for a in quiet),
+            len(quiet),
+            sum(a.invalid for a in answers),
+            sum(a.cut_off for a in answers),
+            calls,
+            round(sum(a.completion_tokens for a in calling) / calls, 1) if calls else 0.0,
+            round(sum(a.seconds for a in calling) / calls, 2) if calls else 0.0,
+            round(score(answers, bar), 4),
+        )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A model's reliability card: the track and bar chosen, and how each track did."""
+
+    model: str
+    day: str  # ISO date
+    track: TrackName
+    bar: float  # the call gate's bar on the emulated track
+    scores: tuple[TrackScore, ...]
+    cases: int
+    seconds: float
+    odds_reported: bool = True  # False: the backend gives no token odds, so no gate
+
+    @property
+    def chosen(self) -> TrackScore:
+        return next(s for s in self.scores if s.track == self.track)
+
+    @property
+    def source(self) -> str:
+        return f"calibrated {self.day}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "scores": [asdict(s) for s in self.scores]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibration:
+        scores = tuple(TrackScore(**s) for s in data["scores"])
+        return cls(**{**data, "scores": scores})
+
+    def card(self) -> list[tuple[str, str]]:
+        """The card's rows, as the Settings dialog and the CLI show them."""
+        s = self.chosen
+        gate = f"bar {self.bar:.2f}" if self.odds_reported else "no odds from this backend"
+        rows = [
+            ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
+            ("Calls right where one is due", _share(s.due_right, s.due)),
+            ("Parallel calls right", _share(s.parallel_right, s.parallel)),
+            ("No call where none fits", _share(s.quiet_right, s.quiet)),
+            ("Invalid or cut-off calls", f"{s.invalid} invalid, {s.cut_off} cut off"),
+            ("Per call", f"{s.tokens_per_call:.0f} tokens, {s.seconds_per_call:.1f} s"),
+        ]
+        others = [o for o in self.scores if o.track != self.track]
+        rows += [
+            (f"{o.track} track", f"scored {o.score:.0%} (chosen: {s.score:.0%})") for o in others
+        ]
+        rows.append(("Measured", f"{self.day}, {self.cases} questions, {self.seconds:.0f} s"))
+        return rows
+
+
+def _share(right: int, total: int) -> str:
+    return f"{right} of {total} ({right / total:.0%})" if total else "none asked"
+
+
+Progress = Callable[[int, int], None]
+
+
+class Calibrator:
+    """One calibration run over a provider (the raw backend, not on a track), pausable.
+
+    `pause()` cancels the question in flight and holds the run until `resume()`; that
+    question is asked again then. Cancelling the task that runs `run()` ends it."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        tools: Sequence[Tool],
+        model: str,
+        *,
+        native: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.provider = provider
+        self.cases = cases_for(tools)
+        self.model = model
+        self.native = native
+        self.progress = progress or (lambda done, total: None)
+        self._may_run = asyncio.Event()
+        self._may_run.set()
+        self._current: asyncio.Future[Answer] | None = None
+
+    def pause(self) -> None:
+        self._may_run.clear()
+        if self._current is not None:
+            self._current.cancel()
+
+    def resume(self) -> None:
+        self._may_run.set()
+
+    def tracks(self) -> list[tuple[TrackName, Provider]]:
+        gated = getattr(self.provider, "constrains_json", False)
+        first: TrackName = "constrained" if gated else "emulated"
+        wrapped = ConstrainedTools(self.provider) if gated else EmulatedTools(self.provider)
+        chosen: list[tuple[TrackName, Provider]] = [(first, wrapped)]
+        if self.native:
+            chosen.append(("native", NativeTools(self.provider)))
+        return chosen
+
+    async def run(self) -> Calibration:
+        if not self.cases:
+            raise ValueError("no tool has examples to calibrate with")
+        started = time.perf_counter()
+        tracks = self.tracks()
+        total = len(tracks) * len(self.cases)
+        results: dict[TrackName, list[Answer]] = {}
+        for number, (name, provider) in enumerate(tracks):
+            answers = results.setdefault(name, [])
+            for case in self.cases:
+                answers.append(await self._ask(provider, case))
+                self.progress(number * len(self.cases) + len(answers), total)
+        odds_reported = any(a.odds is not None for a in results[tracks[0][0]])
+        bar = choose_bar(results[tracks[0][0]])
+        scores = [TrackScore.of(name, results[name], bar) for name, _ in tracks]
+        best = max(scores, key=lambda s: s.score)  # the gated track wins a tie (it is first)
+        return Calibration(
+            self.model,
+            date.today().isoformat(),
+            best.track,
+            bar,
+            tuple(scores),
+            len(self.cases),
+            round(time.perf_counter() - started, 1),
+            odds_reported,
+        )
+
+    async def _ask(self, provider: Provider, case: Case) -> Answer:
+        while True:
+            await self._may_run.wait()
+            self._current = asyncio.ensure_future(answer(provider, case))
+            try:
+                return await self._current
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    self._current.cancel()
+                    raise  # the run itself was cancelled
+                # paused by a chat: ask this question again once the chat is done
+            finally:
+                self._current = None
+
+
+# --- kept per model ----------------------------------------------------------------------
+
+CALIBRATIONS_FILE = "calibrations.json"  # in the data folder
+
+_COUNT = {"type": "integer", "minimum": 0}
+_SCORE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "track": {"enum": ["constrained", "emulated", "native"]},
+        **{name: _COUNT for name in ("due_right", "due", "parallel_right", "parallel",
+                                     "quiet_right", "quiet", "invalid", "cut_off", "calls")},
+        **{name: {"type": "number", "minimum": 0} for name in ("tokens_per_call",
+                                                                "seconds_per_call", "score")},
+    },
+    "required": ["track", "due_right", "due", "parallel_right", "parallel", "quiet_right",
+                 "quiet", "invalid", "cut_off", "calls", "tokens_per_call", "seconds_per_call",
+                 "score"],
+    "additionalProperties": False,
+}  # fmt: skip
+_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "model": {"type": "string"},
+        "day": {"type": "string"},
+        "track": {"enum": ["constrained", "emulated", "native"]},
+        "bar": {"type": "number", "minimum": 0, "maximum": 1},
+        "scores": {"type": "array", "items": _SCORE, "minItems": 1},
+        "cases": _COUNT,
+        "seconds": {"type": "number", "minimum": 0},
+        "odds_reported": {"type": "boolean"},
+    },
+    "required": ["model", "day", "track", "bar", "scores", "cases", "seconds"],
+    "additionalProperties": False,
+}
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "version": {"const": 1},
+        "models": {"type": "object", "additionalProperties": {"type": "object"}},
+    },
+    "required": ["version", "models"],
+}
+
+
+@dataclass
+class CalibrationStore:
+    """The calibrations of every model used with tools, in one JSON file of the data folder.
+    A damaged file is set aside (its problem in `problem`) and the models calibrate again."""
+
+    path: Path
+    problem: str | None = None
+    _entries: dict[str, Calibration] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            jsonschema.validate(raw, _SCHEMA)
+        except (OSError, ValueError, jsonschema.ValidationError) as exc:
+            self.problem = f"{self.path.name} could not be read ({exc}); calibrating again."
+            return
+        for key, entry in raw["models"].items():
+            try:
+                jsonschema.validate(entry, _ENTRY)
+                calibration = Calibration.from_dict(entry)
+                calibration.chosen  # noqa: B018 (the chosen track must be among the scores)
+                self._entries[key] = calibration
+            except (jsonschema.ValidationError, StopIteration) as exc:
+                self.problem = (
+                    f"{self.path.name}: {key} could not be read ({exc}); calibrating again."
+                )
+
+    def get(self, model: str) -> Calibration | None:
+        return self._entries.get(model)
+
+    def put(self, calibration: Calibration) -> None:
+        self._entries[calibration.model] = calibration
+        data = {"version": 1, "models": {k: v.to_dict() for k, v in self._entries.items()}}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        os.replace(partial, self.path)
+
+
+def model_key(backend: str, model: str, file: Path | None = None) -> str:
+    """Whom a calibration belongs to: a model file by its name and size (a requantized
+    file is another model), a served model by its backend and name."""
+    if file is not None:
+        try:
+            return f"file:{file.name}:{file.stat().st_size}"
+        except OSError:
+            return f"file:{file.name}"
+    return f"{backend}:{model}"
