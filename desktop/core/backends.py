@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
+from desktop.core.calibration import Calibration
 from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, Track
 from desktop.core.providers.http import PROBE_TIMEOUT, wire_json
@@ -120,17 +121,28 @@ async def prepare(
     return active, chosen, probed
 
 
-def on_track(provider: Provider, track: Track) -> tuple[Provider, Literal["native", "emulated"]]:
+def on_track(
+    provider: Provider, track: Track, calibration: Calibration | None = None
+) -> tuple[Provider, Literal["native", "emulated"]]:
     """The provider to use for a track, and which track that is.
 
-    `emulated` is the default for local models; `auto` takes native only where the
-    capabilities say the model supports it; `native` forces it.
+    `emulated` is the default for local models; `auto` takes the track the model's
+    calibration chose, else native only where the capabilities say the model supports it;
+    `native` forces it. The emulated track's call gate uses the calibrated bar.
     """
-    if track == "native" or (track == "auto" and provider.capabilities.native_tools):
+    if calibration is not None and track == "auto":
+        native = calibration.track == "native"
+    else:
+        native = track == "native" or (track == "auto" and provider.capabilities.native_tools)
+    if native:
         return NativeTools(provider), "native"
     # Two-phase constrained calls where the backend can constrain its output; the plain
     # emulated track (tolerant parser) elsewhere.
-    return ConstrainedTools(provider), "emulated"
+    if calibration is None:
+        return ConstrainedTools(provider), "emulated"
+    return ConstrainedTools(
+        provider, min_call_odds=calibration.bar, bar_source=calibration.source
+    ), "emulated"
 
 
 # --- discovery --------------------------------------------------------------------------

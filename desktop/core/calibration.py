@@ -477,12 +477,12 @@ class CalibrationStore:
     """The calibrations of every model used with tools, in one JSON file of the data folder.
     A damaged file is set aside (its problem in `problem`) and the models calibrate again."""
 
-    path: Path
+    path: Path | None  # None: kept in memory only (tests, a one-off run)
     problem: str | None = None
     _entries: dict[str, Calibration] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.path.exists():
+        if self.path is None or not self.path.exists():
             return
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
@@ -506,6 +506,8 @@ class CalibrationStore:
 
     def put(self, calibration: Calibration) -> None:
         self._entries[calibration.model] = calibration
+        if self.path is None:
+            return
         data = {"version": 1, "models": {k: v.to_dict() for k, v in self._entries.items()}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_suffix(".tmp")

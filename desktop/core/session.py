@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from desktop.core.backends import (
@@ -18,7 +18,15 @@ from desktop.core.backends import (
     on_track,
 )
 from desktop.core.builtins import builtin_tools
+from desktop.core.calibration import (
+    Calibration,
+    CalibrationStore,
+    Calibrator,
+    Progress,
+    model_key,
+)
 from desktop.core.dedupe import Deduplicator
+from desktop.core.emulation import ConstrainedTools
 from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.mcp_tools import McpConfigError, McpServers, load_mcp_config
@@ -64,9 +72,13 @@ class Session:
         tools: Sequence[Tool] | None = None,
         *,
         runtime_log: Path | None = None,
+        calibrations: CalibrationStore | None = None,
     ) -> None:
         """`tools` replaces the built-in ones (and the workspace's), for tests."""
         self.settings = settings
+        self.calibrations = calibrations or CalibrationStore(None)
+        self.model_key = ""  # whom the connected model's calibration belongs to
+        self._calibrator: Calibrator | None = None
         self.store = store
         self.secrets = secrets
         self._fixed_tools = list(tools) if tools is not None else None
@@ -84,6 +96,7 @@ class Session:
         self._provider: ProbingProvider | None = None
         self._traced: TracingProvider | None = None
         self._active: Provider | None = None
+        self._raw: Provider | None = None  # the backend itself, for calibration
         self._conversations: dict[int, list[Message]] = {}
         self._selector: ToolSelector | None = None  # the index over many tools, kept
         self.traces: dict[int, list[TurnTrace]] = {}
@@ -149,7 +162,9 @@ class Session:
     def use_provider(self, provider: ProbingProvider | Provider, backend: str = "custom") -> None:
         """Talk to this provider as it is (tests, and embedding the session elsewhere)."""
         traced = TracingProvider(provider)
-        active, track = on_track(traced, self.settings.track)  # type: ignore[arg-type]
+        self._raw = provider
+        self.model_key = f"{backend}:{provider.label}"
+        active, track = on_track(traced, self.settings.track, self.calibration)  # type: ignore[arg-type]
         self._provider, self._traced, self._active = None, traced, active
         self.connection = Connection(
             True, f"Connected to {provider.label}.", backend, "", "", track, provider.capabilities
@@ -185,8 +200,13 @@ class Session:
             provider.model = models[0]
         probed = await self.cache.capabilities(provider)
         provider.capabilities = probed.capabilities
+        runtime = self.runtime
+        builtin = runtime is not None and provider.base_url == runtime.base_url
+        file = runtime.model if builtin and runtime is not None else None
+        self.model_key = model_key(_backend_of(provider), provider.model, file)
+        self._raw = provider
         traced = TracingProvider(provider)
-        active, track = on_track(traced, self.settings.track)  # type: ignore[arg-type]
+        active, track = on_track(traced, self.settings.track, self.calibration)  # type: ignore[arg-type]
         self._provider, self._traced, self._active = provider, traced, active
         note = f" ({probed.error})" if probed.error else ""
         self.connection = Connection(
@@ -248,7 +268,48 @@ class Session:
     async def _close_provider(self) -> None:
         if self._provider is not None:
             await self._provider.aclose()
-        self._provider = self._traced = self._active = None
+        self._provider = self._traced = self._active = self._raw = None
+
+    # --- calibration ------------------------------------------------------------------
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The connected model's reliability card, once it has been calibrated."""
+        return self.calibrations.get(self.model_key) if self.model_key else None
+
+    def needs_calibration(self) -> bool:
+        """Connected, with tools to calibrate with, and this model not yet calibrated."""
+        return (
+            self._raw is not None
+            and self.calibration is None
+            and self._calibrator is None
+            and any(t.examples for t in self.toolbox())
+        )
+
+    async def calibrate(self, progress: Progress | None = None) -> Calibration:
+        """Calibrate the connected model on the enabled tools, keep the result and use it
+        from the next turn on. A chat pauses it (see `send`); cancelling ends it."""
+        if self._raw is None or self._traced is None:
+            raise ProviderError(self.connection.message or "Not connected to a model server.")
+        tools = [t for t in self.toolbox() if t.examples] or list(self.toolbox())
+        calibrator = Calibrator(
+            self._raw,
+            tools,
+            self.model_key,
+            native=self._raw.capabilities.native_tools,
+            progress=progress,
+        )
+        self._calibrator = calibrator
+        try:
+            calibration = await calibrator.run()
+        finally:
+            self._calibrator = None
+        self.calibrations.put(calibration)
+        if self._traced is not None and calibration.model == self.model_key:
+            active, track = on_track(self._traced, self.settings.track, calibration)  # type: ignore[arg-type]
+            self._active = active
+            self.connection = replace(self.connection, track=track)
+        return calibration
 
     async def close(self) -> None:
         """Close the HTTP client and the MCP servers, and stop the built-in server. Safe
@@ -284,6 +345,25 @@ class Session:
         """Run one turn; every message is stored the moment it is complete."""
         if self._active is None or self._traced is None:
             raise ProviderError(self.connection.message or "Not connected to a model server.")
+        calibrator = self._calibrator
+        if calibrator is not None:
+            calibrator.pause()  # the chat has the model; the calibration waits
+        try:
+            async with aclosing(self._send(conversation_id, text, images, approver)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if calibrator is not None:
+                calibrator.resume()
+
+    async def _send(
+        self,
+        conversation_id: int,
+        text: str,
+        images: Sequence[Image],
+        approver: Approver | None,
+    ) -> AsyncGenerator[Event, None]:
+        assert self._active is not None and self._traced is not None
         runtime, provider = self.runtime, self._provider
         if runtime is not None and provider is not None and provider.base_url == runtime.base_url:
             try:  # the built-in server crashed since the last message: back first
@@ -312,6 +392,8 @@ class Session:
         offer = self.offer(conversation, text)
         if offer.selected:
             trace.offer = offer.to_dict()
+        if isinstance(self._active, ConstrainedTools):
+            trace.gate = {"bar": self._active.min_call_odds, "source": self._active.bar_source}
         turn = run_turn(
             self._active,
             Toolbox(offer.tools),

@@ -71,6 +71,8 @@ class TurnTrace:
     outcome: dict[str, Any] | None = None
     # Which tools the turn offered and why, when it offered a selection of them.
     offer: dict[str, Any] | None = None
+    # The call gate's bar for this turn and where it came from: {"bar", "source"}.
+    gate: dict[str, Any] | None = None
 
     def record(self, event: Event) -> None:
         """Attach a loop event to its step. Text deltas are left out (the raw output has
@@ -94,6 +96,7 @@ class TurnTrace:
             "steps": [s.to_dict() for s in self.steps],
             "outcome": self.outcome,
             "offer": self.offer,
+            "gate": self.gate,
         }
 
 

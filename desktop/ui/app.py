@@ -18,6 +18,7 @@ os.environ.setdefault("QT_API", "pyside6")
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from desktop.core.calibration import CALIBRATIONS_FILE, CalibrationStore
 from desktop.core.messages import ToolCall
 from desktop.core.paths import DataFolderError, check_writable, data_dir, remember_data_dir
 from desktop.core.secrets import SecretStore
@@ -58,7 +59,16 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
         )
     secrets = SecretStore(file=folder / "secrets.json" if settings.secrets_in_file else None)
     store = ChatStore(folder / "chats.db")
-    session = Session(settings, store, secrets, runtime_log=folder / "logs" / "llama-server.log")
+    calibrations = CalibrationStore(folder / CALIBRATIONS_FILE)
+    if calibrations.problem:  # not worth a dialog: the models calibrate again
+        log.warning("%s", calibrations.problem)
+    session = Session(
+        settings,
+        store,
+        secrets,
+        runtime_log=folder / "logs" / "llama-server.log",
+        calibrations=calibrations,
+    )
     controller = ChatController(session)
     window = MainWindow(controller, settings_path if problem is None else None)
     return window, controller, session, problem

@@ -56,6 +56,10 @@ class ChatController(QObject):
     connection_changed(object): a new `Connection` (status bar, first-run screen).
     speed_measured(float): tokens per second of the last answer.
     approval_requested(object): an `ApprovalRequest` to show the user.
+    calibration_progress(int, int): questions answered of all, while calibrating.
+    calibration_finished(object): the model's new `Calibration`.
+    calibration_ended(str): calibration stopped without a result, and why ("" when the
+        user cancelled it).
     """
 
     text_received = Signal(str)
@@ -72,12 +76,18 @@ class ChatController(QObject):
     connection_changed = Signal(object)
     speed_measured = Signal(float)
     approval_requested = Signal(object)
+    calibration_progress = Signal(int, int)
+    calibration_finished = Signal(object)
+    calibration_ended = Signal(str)
 
     def __init__(self, session: Session, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._calibration: asyncio.Task[None] | None = None
+        # Calibrate a model on its first turn with tools; off in tests that count requests.
+        self.calibrate_on_first_use = True
 
     @property
     def busy(self) -> bool:
@@ -127,6 +137,8 @@ class ChatController(QObject):
             if speed:
                 self.speed_measured.emit(speed)
             self.busy_changed.emit(False)
+        if self.calibrate_on_first_use and self.session.needs_calibration():
+            self.calibrate()  # after the first answer, so that it never waits for this
 
     async def _approve(self, call: ToolCall, tool: Tool) -> bool:
         """Ask the window; a stopped turn cancels the question along with it."""
@@ -165,11 +177,45 @@ class ChatController(QObject):
         elif isinstance(event, TurnFailed):
             self.turn_failed.emit(event.message)
 
+    # --- calibration --------------------------------------------------------------------
+
+    @property
+    def calibrating(self) -> bool:
+        return self._calibration is not None and not self._calibration.done()
+
+    def calibrate(self) -> None:
+        """Calibrate the connected model in the background (a turn pauses it)."""
+        if self.calibrating:
+            return
+        self._calibration = asyncio.ensure_future(self._calibrate())
+        self._background.add(self._calibration)
+        self._calibration.add_done_callback(self._background.discard)
+
+    def cancel_calibration(self) -> None:
+        if self._calibration is not None:
+            self._calibration.cancel()
+
+    async def _calibrate(self) -> None:
+        self.calibration_progress.emit(0, 1)
+        try:
+            calibration = await self.session.calibrate(self.calibration_progress.emit)
+        except asyncio.CancelledError:
+            self.calibration_ended.emit("")
+        except (ProviderError, ValueError, OSError) as exc:
+            self.calibration_ended.emit(f"Calibration stopped: {exc}")
+        except Exception as exc:  # a bug: said, never a dead task
+            log.exception("calibration failed")
+            self.calibration_ended.emit(f"Calibration failed: {type(exc).__name__}: {exc}")
+        else:
+            self.calibration_finished.emit(calibration)
+            self.connection_changed.emit(self.session.connection)  # the track may change
+
     # --- the connection ---------------------------------------------------------------
 
     def reconnect(self) -> None:
         """Connect (again) in the background; `connection_changed` tells the result."""
         self.stop()
+        self.cancel_calibration()  # it belongs to the model being left
         task = asyncio.ensure_future(self._connect())
         self._background.add(task)
         task.add_done_callback(self._background.discard)

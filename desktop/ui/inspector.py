@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.core.emulation import call_odds
 from desktop.core.trace import TurnTrace
 
 VERDICTS = {
@@ -39,8 +40,11 @@ def _pretty(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def step_sections(step: dict[str, Any]) -> list[tuple[str, str]]:
-    """(title, text) rows of one step, in the order a person reads them."""
+def step_sections(
+    step: dict[str, Any], gate: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
+    """(title, text) rows of one step, in the order a person reads them; `gate` is the
+    turn's call gate (its bar and where the bar came from)."""
     request = step["request"]
     rows = []
     for message in request["messages"]:
@@ -64,6 +68,8 @@ def step_sections(step: dict[str, Any]) -> list[tuple[str, str]]:
             odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
             rows.append(("→ odds of a call (one-token probe)", _pretty(options)))
             rows.append(("← first token's likeliest alternatives", odds or output))
+            if gate is not None:
+                rows.append(_gate_row(phase.get("token_odds", []), gate))
         elif options.get("phase") == "plain":
             rows.append(("→ plain answer (the model was unsure of its call)", ""))
             rows.append(("← plain output", output))
@@ -94,6 +100,17 @@ def step_sections(step: dict[str, Any]) -> list[tuple[str, str]]:
         elif kind == "warning":
             rows.append(("warning", event["message"]))
     return rows
+
+
+def _gate_row(alternatives: list[list[Any]], gate: dict[str, Any]) -> tuple[str, str]:
+    odds = call_odds((str(token), float(p)) for token, p in alternatives)
+    bar, source = float(gate["bar"]), gate["source"]
+    if odds >= bar:
+        return (f"call gate: {odds:.2f} ≥ bar {bar:.2f}: call", f"The bar is {source}.")
+    return (
+        f"call gate: {odds:.2f} < bar {bar:.2f}: plain answer",
+        f"The bar is {source}. Below it the model answers in text, without tools.",
+    )
 
 
 class InspectorPanel(QWidget):
@@ -160,7 +177,7 @@ class InspectorPanel(QWidget):
             self.tree.addTopLevelItem(node)
         for step in trace["steps"]:
             node = QTreeWidgetItem([f"Step {step['step']} · {step.get('duration_ms') or '…'} ms"])
-            for title, text in step_sections(step):
+            for title, text in step_sections(step, trace.get("gate")):
                 child = QTreeWidgetItem([title])
                 child.setData(0, Qt.ItemDataRole.UserRole, text)
                 node.addChild(child)

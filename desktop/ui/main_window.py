@@ -24,15 +24,18 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
     QStackedWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import __version__
+from desktop.core.calibration import Calibration
 from desktop.core.events import ToolResult
 from desktop.core.messages import Image
 from desktop.core.runtime import bundled_model_available
@@ -231,6 +234,18 @@ class MainWindow(QMainWindow):
         self.backend_label = QLabel()
         self.speed_label = QLabel()
         self.track_label = QLabel()
+        self.calibration_label = QLabel()
+        self.calibration_bar = QProgressBar()
+        self.calibration_bar.setMaximumWidth(120)
+        self.calibration_bar.setTextVisible(False)
+        self.calibration_bar.setAccessibleName("Calibration progress")
+        self.calibration_cancel = QToolButton()
+        self.calibration_cancel.setText("Cancel")
+        self.calibration_cancel.setToolTip("Stop calibrating; it can be run again from Settings")
+        self.calibration_cancel.clicked.connect(self.controller.cancel_calibration)
+        for widget in (self.calibration_label, self.calibration_bar, self.calibration_cancel):
+            widget.setVisible(False)
+            self.statusBar().addPermanentWidget(widget)
         for label in (self.track_label, self.speed_label):
             self.statusBar().addPermanentWidget(label)
         self.statusBar().addWidget(self.backend_label, 1)
@@ -316,6 +331,9 @@ class MainWindow(QMainWindow):
         c.connection_changed.connect(self._on_connection)
         c.approval_requested.connect(self._on_approval_requested)
         c.speed_measured.connect(lambda speed: self.speed_label.setText(f"{speed:.1f} tokens/s"))
+        c.calibration_progress.connect(self._on_calibration_progress)
+        c.calibration_finished.connect(self._on_calibrated)
+        c.calibration_ended.connect(self._on_calibration_ended)
         for signal in (
             c.tool_called,
             c.tool_finished,
@@ -324,6 +342,35 @@ class MainWindow(QMainWindow):
             c.turn_failed,
         ):
             signal.connect(self._refresh_inspector)
+
+    # --- calibration --------------------------------------------------------------------
+
+    def _show_calibrating(self, shown: bool) -> None:
+        for widget in (self.calibration_label, self.calibration_bar, self.calibration_cancel):
+            widget.setVisible(shown)
+
+    def _on_calibration_progress(self, done: int, total: int) -> None:
+        self._show_calibrating(True)
+        self.calibration_bar.setRange(0, total)
+        self.calibration_bar.setValue(done)
+        self.calibration_label.setText(f"Learning how this model calls tools… {done}/{total}")
+        self.calibration_label.setToolTip(
+            "Loomchat asks the model a few questions with the tools to set how sure it must "
+            "be to make a call. Your chats go first: it pauses while the model answers you."
+        )
+
+    def _on_calibrated(self, calibration: Calibration) -> None:
+        self._show_calibrating(False)
+        card = dict(calibration.card())
+        self.statusBar().showMessage(
+            f"Tool calling calibrated: {card['Track']}; calls right where due: "
+            f"{card['Calls right where one is due']}. The card is in Settings → Reliability.",
+            15000,
+        )
+
+    def _on_calibration_ended(self, problem: str) -> None:
+        self._show_calibrating(False)
+        self.statusBar().showMessage(problem or "Calibration cancelled.", 10000)
 
     def _on_approval_requested(self, request: ApprovalRequest) -> None:
         card = self.chat.cards.get(request.call.id)
@@ -364,7 +411,12 @@ class MainWindow(QMainWindow):
             vision = " · sees images" if connection.capabilities.vision else ""
             self.backend_label.setText(f"● {where}{model}{vision}")
             self.backend_label.setToolTip(connection.message)
-            self.track_label.setText(f"tools: {connection.track}")
+            calibration = self.session.calibration
+            gate = (
+                f", bar {calibration.bar:.2f}" if calibration and connection.track == "emulated"
+                else "" if calibration else ", not calibrated yet"
+            )  # fmt: skip
+            self.track_label.setText(f"tools: {connection.track}{gate}")
             self.pages.setCurrentWidget(self.chat)
         else:
             self.backend_label.setText(f"○ {connection.message}")
@@ -509,7 +561,10 @@ class MainWindow(QMainWindow):
             self.session.secrets,
             self,
             runtime=self.session.runtime,
+            calibration=self.session.calibration,
+            calibrating=self.controller.calibrating,
         )
+        dialog.calibrate_requested.connect(self.controller.calibrate)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         self.apply_settings(dialog.settings(), dialog.save_key())

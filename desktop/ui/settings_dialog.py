@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.backends import BACKENDS, discover, make_provider
+from desktop.core.calibration import Calibration
 from desktop.core.providers.base import ProviderError
 from desktop.core.runtime import LlamaServer
 from desktop.core.secrets import SecretStore, keychain_available
@@ -51,9 +52,11 @@ class SettingsDialog(QDialog):
     """Edits a copy of the settings; `settings()` gives the result after `accept()`.
 
     Signals: key_saved(str): where the API key went, in words.
+    calibrate_requested(): the user asked to calibrate the connected model (now).
     """
 
     key_saved = Signal(str)
+    calibrate_requested = Signal()
 
     def __init__(
         self,
@@ -62,6 +65,8 @@ class SettingsDialog(QDialog):
         secrets: SecretStore,
         parent: QWidget | None = None,
         runtime: LlamaServer | None = None,
+        calibration: Calibration | None = None,
+        calibrating: bool = False,
     ) -> None:
         super().__init__(parent)
         self._runtime = runtime
@@ -75,6 +80,7 @@ class SettingsDialog(QDialog):
         tabs.addTab(self._backend_tab(settings), "Backend")
         tabs.addTab(self._tools_tab(settings), "Tools")
         tabs.addTab(self._runtime_tab(settings), "Built-in model")
+        tabs.addTab(self._reliability_tab(calibration, calibrating), "Reliability")
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -246,6 +252,40 @@ class SettingsDialog(QDialog):
         form.addRow(buttons)
         self._show_runtime()
         return page
+
+    def _reliability_tab(self, calibration: Calibration | None, calibrating: bool) -> QWidget:
+        """The connected model's reliability card: how it calls tools, measured."""
+        page = QWidget()
+        form = QFormLayout(page)
+        if calibration is None:
+            intro = QLabel(
+                "This model has not been calibrated yet. Until it is, every tool call it "
+                "opens is made. Calibration asks it a few dozen short questions with your "
+                "tools (a few minutes, in the background; your chats go first) and sets how "
+                "sure it must be to call a tool, and which way of calling suits it best."
+            )
+        else:
+            intro = QLabel(f"How {calibration.model} calls tools, measured on your tools:")
+        intro.setWordWrap(True)
+        form.addRow(intro)
+        self.card_rows: dict[str, QLabel] = {}
+        for label, value in calibration.card() if calibration else []:
+            shown = QLabel(value)
+            shown.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            shown.setAccessibleName(label)
+            self.card_rows[label] = shown
+            form.addRow(label, shown)
+        self.calibrate_button = QPushButton("Calibrating…" if calibrating else "Calibrate now")
+        self.calibrate_button.setEnabled(not calibrating)
+        self.calibrate_button.setToolTip("Measure again, in the background")
+        self.calibrate_button.clicked.connect(self._calibrate)
+        form.addRow("", self.calibrate_button)
+        return page
+
+    def _calibrate(self) -> None:
+        self.calibrate_requested.emit()
+        self.calibrate_button.setText("Calibrating…")
+        self.calibrate_button.setEnabled(False)
 
     def _show_runtime(self) -> None:
         running = self._runtime is not None and self._runtime.running

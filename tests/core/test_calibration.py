@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,29 +104,36 @@ def test_the_widest_gap_wins_a_tie_and_a_useless_bar_is_none() -> None:
     assert choose_bar(quiet) == 0.0
 
 
-def sure_model(unsure_odds: float = 0.6) -> ScriptedProvider:
+def sure_model(
+    unsure_odds: float = 0.6, tools: Sequence[Tool] = TOOLS, chat: str = "from the chat"
+) -> ScriptedProvider:
     """A model that opens a call on everything, sure of it only where an offered tool fits
-    the request (by its tool's example), and then writes the right call."""
+    the request (by its tool's example), and then writes the right call. A message with
+    `chat` in it gets a plain answer."""
 
     def respond(request: Request) -> Step | str:
         system = request.messages[0].text if request.messages[0].role == "system" else ""
         question = request.messages[-1].text
         fits = [
             (t, e)
-            for t in TOOLS
+            for t in tools
             for e in t.examples
             if e.prompt.rstrip(".?") in question and f"{t.name}" in system
         ]
         phase = request.options.phase
+        if chat in question and phase is None:
+            return "Hello! How can I help?"
         if phase == "call-odds":
             sure = 0.95 if fits else unsure_odds
             return Step(odds=[("{", sure), ("Sure", 1 - sure)])
         if phase == "constrained":
             calls = [{"name": t.name, "arguments": e.arguments} for t, e in fits]
-            return json.dumps(calls or [{"name": TOOLS[0].name, "arguments": {"city": "x"}}])
-        return Step(chunks=['{"name": "', "weather"], usage=(100, 5))
+            first = tools[0]
+            fallback = {"name": first.name, "arguments": first.examples[0].arguments}
+            return json.dumps(calls or [fallback])
+        return Step(chunks=['{"name": "', tools[0].name], usage=(100, 5))
 
-    return ScriptedProvider([respond] * 1000, constrains_json=True, reports_token_odds=True)
+    return ScriptedProvider([respond] * 5000, constrains_json=True, reports_token_odds=True)
 
 
 async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:

@@ -102,3 +102,53 @@ async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None
         await session.close()
         assert provider.client.is_closed
         store.close()
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path) -> None:
+    from desktop.core.calibration import CalibrationStore
+    from desktop.core.emulation import ConstrainedTools
+    from tests.core.test_calibration import TOOLS, sure_model
+
+    store = ChatStore(tmp_path / "chats.db")
+    kept = CalibrationStore(tmp_path / "calibrations.json")
+    session = Session(Settings(), store, SecretStore(), tools=TOOLS, calibrations=kept)
+    session.use_provider(sure_model(), "llamacpp")
+    assert session.needs_calibration() and session.calibration is None
+    assert isinstance(session._active, ConstrainedTools) and session._active.min_call_odds == 0
+    calibration = await session.calibrate()
+    assert not session.needs_calibration() and session.calibration == calibration
+    assert isinstance(session._active, ConstrainedTools)
+    assert session._active.min_call_odds == calibration.bar > 0.6
+    assert CalibrationStore(tmp_path / "calibrations.json").get(session.model_key) == calibration
+    # The next turn's trace names the bar that judged it.
+    conversation = store.create_conversation("chat")
+    events = [e async for e in session.send(conversation, "Tell me a short joke.")]
+    assert events[-1].kind == "turn_finished"
+    trace = session.traces[conversation][-1]
+    assert trace.gate == {"bar": calibration.bar, "source": calibration.source}
+    store.close()
+
+
+async def test_a_chat_pauses_the_calibration(tmp_path: Path) -> None:
+    """While a turn runs, no calibration question reaches the model."""
+    from tests.core.test_calibration import TOOLS, sure_model
+
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(), store, SecretStore(), tools=TOOLS)
+    model = sure_model()
+    session.use_provider(model, "llamacpp")
+    calibrating = asyncio.ensure_future(session.calibrate())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    conversation = store.create_conversation("chat")
+    first = len(model.requests)
+    async for _event in session.send(conversation, "Hello from the chat"):
+        await asyncio.sleep(0)  # give a calibration question every chance to slip in
+    during = model.requests[first:]
+    assert during and all(any("from the chat" in m.text for m in r.messages) for r in during)
+    calibration = await calibrating
+    assert len(model.requests) > len(during) + first and calibration.cases > 0
+    store.close()

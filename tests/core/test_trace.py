@@ -3,6 +3,7 @@
 import json
 from typing import Any
 
+from desktop.core.calibration import Calibration, TrackScore
 from desktop.core.emulation import EmulatedTools
 from desktop.core.loop import run_turn
 from desktop.core.messages import Image, Message
@@ -96,6 +97,11 @@ async def test_the_constrained_phase_is_part_of_its_step() -> None:
     assert trace.to_dict()["steps"][0]["phases"][0]["raw_output"] == raw_call
 
 
+def calibrated(bar: float, track: str = "constrained") -> Calibration:
+    score = TrackScore(track, 1, 1, 0, 0, 1, 1, 0, 0, 1, 10.0, 0.5, 1.0)  # type: ignore[arg-type]
+    return Calibration("m", "2026-11-30", track, bar, (score,), 2, 1.0)  # type: ignore[arg-type]
+
+
 async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() -> None:
     from desktop.core.backends import on_track
 
@@ -109,7 +115,7 @@ async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() ->
         reports_token_odds=True,
     )
     traced = TracingProvider(inner)
-    active, track = on_track(traced, "emulated")
+    active, track = on_track(traced, "emulated", calibrated(bar=0.9))
     trace = traced.start_turn(track)
     async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("what is rust")]):
         trace.record(event)

@@ -54,11 +54,21 @@ WindowFactory = Callable[..., tuple[MainWindow, ScriptedProvider]]
 @pytest.fixture
 def make_window(qtbot, qloop, tmp_path: Path) -> WindowFactory:  # type: ignore[no-untyped-def]
     def make(
-        script: list[Script], *, vision: bool = False, folder: Path | None = None
+        script: list[Script] | ScriptedProvider,
+        *,
+        vision: bool = False,
+        folder: Path | None = None,
+        calibrate: bool = False,
     ) -> tuple[MainWindow, ScriptedProvider]:
         window, controller, session, problem = build(folder or tmp_path / "data")
         assert problem is None
-        provider = ScriptedProvider(script, capabilities=Capabilities(vision=vision))
+        # Off unless asked: calibrating after the first turn would take the script's steps.
+        controller.calibrate_on_first_use = calibrate
+        provider = (
+            script
+            if isinstance(script, ScriptedProvider)
+            else ScriptedProvider(script, capabilities=Capabilities(vision=vision))
+        )
         session.use_provider(provider)
         controller.connection_changed.emit(session.connection)
         qtbot.addWidget(window)

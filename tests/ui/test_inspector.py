@@ -33,6 +33,25 @@ def test_each_phase_of_a_step_has_its_own_rows() -> None:
     assert titles.index("← plain output") > odds
     assert dict(rows)["← plain output"] == "Hello there."
     assert '"type": "array"' in dict(rows)["→ constrained re-ask (JSON Schema)"]
+    assert not any(title.startswith("call gate") for title in titles)  # no bar known
+
+
+def test_the_bar_that_judged_a_call() -> None:
+    """The probe's odds against the turn's bar, and where the bar came from."""
+    probe = phase({"phase": "call-odds"}, "{", [["{", 0.62], ["```", 0.2], ["Hi", 0.18]])
+    step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
+            "phases": [probe]}  # fmt: skip
+    calibrated = {"bar": 0.87, "source": "calibrated 2026-11-30"}
+    rows = step_sections(step, calibrated)
+    title, text = next(row for row in rows if row[0].startswith("call gate"))
+    assert title == "call gate: 0.82 < bar 0.87: plain answer"
+    assert "calibrated 2026-11-30" in text
+    title, text = next(
+        row
+        for row in step_sections(step, {"bar": 0.0, "source": "uncalibrated"})
+        if row[0].startswith("call gate")
+    )
+    assert title == "call gate: 0.82 ≥ bar 0.00: call" and "uncalibrated" in text
 
 
 def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]

@@ -509,3 +509,42 @@ def test_tool_settings_trust_workspace_and_mcp(
     assert chosen.workspace == str(work) and chosen.mcp_config == str(tmp_path / "mcp.json")
     window.apply_settings(chosen)
     assert "calculator" not in [t.name for t in window.session.toolbox()]
+
+
+def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    from desktop.core.builtins import builtin_tools
+    from tests.core.test_calibration import sure_model
+
+    model = sure_model(tools=builtin_tools(None))
+    window, _ = make_window(model, calibrate=True)
+    assert "not calibrated yet" in window.track_label.text()
+    type_and_send(qtbot, window, "Hello from the chat")
+    qtbot.waitUntil(lambda: window.calibration_bar.isVisible(), timeout=5000)
+    assert "Learning how this model calls tools" in window.calibration_label.text()
+    qtbot.waitUntil(lambda: window.session.calibration is not None, timeout=20000)
+    qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
+    calibration = window.session.calibration
+    assert calibration is not None and calibration.bar > 0.5
+    assert "Tool calling calibrated" in window.statusBar().currentMessage()
+    assert f"bar {calibration.bar:.2f}" in window.track_label.text()
+    dialog = SettingsDialog(
+        window.session.settings, [], window.session.secrets, window, calibration=calibration
+    )
+    qtbot.addWidget(dialog)
+    rows = {label: shown.text() for label, shown in dialog.card_rows.items()}
+    assert rows == dict(calibration.card())
+    with qtbot.waitSignal(dialog.calibrate_requested):
+        qtbot.mouseClick(dialog.calibrate_button, Qt.MouseButton.LeftButton)
+    assert not dialog.calibrate_button.isEnabled()
+
+
+def test_calibration_can_be_cancelled(qtbot: Any, make_window: WindowFactory) -> None:
+    window, _ = make_window([Step(hang=True)] * 5)
+    window.controller.calibrate()
+    qtbot.waitUntil(lambda: window.calibration_cancel.isVisible(), timeout=5000)
+    qtbot.mouseClick(window.calibration_cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
+    assert window.statusBar().currentMessage() == "Calibration cancelled."
+    assert window.session.calibration is None and not window.controller.calibrating
