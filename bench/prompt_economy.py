@@ -4,7 +4,10 @@
    (pretty-printed full JSON Schemas), counted by the server's own tokenizer;
 2. prompt-cache reuse on each step of a tool turn, and on each step's phases (the call
    gate's probe and the constrained call): how many of the prompt tokens llama.cpp took
-   from its cache (`timings.cache_n`), i.e. how stable the prefix is.
+   from its cache (`timings.cache_n`), i.e. how stable the prefix is;
+3. the answers that may not call (a plain answer after a call the gate turned down, and
+   the last step once tools are withdrawn), side by side: keeping the tool prompt with a
+   grammar that forbids a call, against dropping the tool block.
 
     .venv/bin/python bench/prompt_economy.py
 """
@@ -18,7 +21,12 @@ import httpx
 
 from desktop.core.backends import make_provider, on_track
 from desktop.core.builtins import builtin_tools
-from desktop.core.emulation import TOOL_PROMPT_HEAD, emulated_history, render_tool_prompt
+from desktop.core.emulation import (
+    TOOL_PROMPT_HEAD,
+    ConstrainedTools,
+    emulated_history,
+    render_tool_prompt,
+)
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions, UsageReport
@@ -88,8 +96,50 @@ async def main() -> None:
                     print(f"replayed step {number} prompt: {event.prompt_tokens} tokens, "
                           f"from cache {event.cached_tokens} ({share:.0%})")  # fmt: skip
         await provider.aclose()
+        await answers_without_calls(server.base_url, tools)
     finally:
         server.stop()
+
+
+async def answers_without_calls(url: str, tools: list) -> None:  # type: ignore[type-arg]
+    """Cache reuse of the answers that may not call, prefix kept against dropped."""
+    print("\nanswers that may not call | tool prompt kept (grammar) | tool block dropped")
+    rows: dict[str, list[str]] = {}
+    for keep in (True, False):
+        provider = make_provider("llamacpp", url)
+        traced = TracingProvider(provider)
+        options = RequestOptions(temperature=0, seed=1, max_tokens=60)
+        # The gate turns every call down (bar above any odds): the plain answer follows.
+        unsure = ConstrainedTools(traced, min_call_odds=1.01, keep_prefix=keep)
+        trace = traced.start_turn("emulated")
+        question = [Message.user("What is 1234 * 5678? Use the calculator.")]
+        async for event in run_turn(unsure, Toolbox(tools), question,
+                                    settings=LoopSettings(options=options)):  # fmt: skip
+            trace.record(event)
+        plain = next(p for s in trace.steps for p in s.phases if p.options.get("phase") == "plain")
+        rows.setdefault("plain answer after an unsure call", []).append(_reuse(plain.usage))
+        answer = trace.outcome["text"] if trace.outcome else ""
+        rows.setdefault("  its answer", []).append(repr(answer[:60]))
+        # One call allowed: the second step is the last, its tools withdrawn.
+        sure = ConstrainedTools(traced, min_call_odds=0.0, keep_prefix=keep)
+        trace = traced.start_turn("emulated")
+        question = [Message.user("What is 1234 * 5678? Use the calculator.")]
+        settings = LoopSettings(max_tool_calls=1, options=options)
+        async for event in run_turn(sure, Toolbox(tools), question, settings=settings):
+            trace.record(event)
+        last = trace.steps[-1]
+        rows.setdefault("last step, tools withdrawn", []).append(_reuse(last.usage))
+        answer = trace.outcome["text"] if trace.outcome else ""
+        rows.setdefault("  its answer", []).append(repr(answer[:60]))
+        await provider.aclose()
+    for name, cells in rows.items():
+        print(f"{name} | " + " | ".join(cells))
+
+
+def _reuse(usage: dict[str, int] | None) -> str:
+    usage = usage or {}
+    prompt, cached = usage.get("prompt_tokens", 0), usage.get("cached_tokens") or 0
+    return f"{cached}/{prompt} from cache ({cached / max(prompt, 1):.0%})"
 
 
 if __name__ == "__main__":

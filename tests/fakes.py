@@ -61,6 +61,7 @@ class ScriptedProvider:
     constrains_json: bool = False  # pretend the backend has constrained decoding
     closed_early: int = 0  # streams the consumer stopped reading before the end
     reports_token_odds: bool = False  # pretend the backend sends token odds
+    takes_grammar: bool = False  # pretend the backend takes a GBNF grammar
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions

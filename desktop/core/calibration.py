@@ -25,7 +25,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +35,7 @@ import jsonschema
 from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
-from desktop.core.tools import Tool
+from desktop.core.tools import Example, Tool
 
 CaseKind = Literal["call", "calls", "distracted", "unfit", "chat", "near-miss", "answered"]
 TrackName = Literal["constrained", "emulated", "native"]
@@ -43,6 +43,9 @@ TrackName = Literal["constrained", "emulated", "native"]
 # Enough questions to place a bar (half of them with a call due), few enough for a 0.5B
 # model to answer them in about two minutes on two CPU cores.
 MAX_CASES = 28
+# At most this many tools beside a question: as many as a turn offers when tool selection
+# picks (tool_selection.py), so that a few hundred tools still make short prompts.
+OFFERED = 4
 # Requests no tool serves: the model should answer them in words.
 CHIT_CHAT = (
     "Tell me a short joke.",
@@ -55,6 +58,9 @@ CHIT_CHAT = (
 # Each calibration question runs with the same seed and temperature 0: a calibration is a
 # measurement, the same on every run.
 OPTIONS = RequestOptions(temperature=0, seed=11, max_tokens=256)
+# Where no call is due and the track cannot stop at the answer's opening, this many tokens
+# show whether it calls (a call cut short still counts as one).
+QUIET_TOKENS = 48
 
 
 @dataclass(frozen=True)
@@ -86,38 +92,41 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
         others = [t for t in tools if t.name != tool.name]
         expected: tuple[tuple[str, dict[str, Any]], ...] = ((tool.name, dict(example.arguments)),)
         ask = (Message.user(example.prompt),)
-        due.append(Case("call", ask, (tool,), expected))
+        fresh = _without(tool, example)
+        due.append(Case("call", ask, (fresh,), expected))
         if others:
-            beside = rng.sample(others, min(3, len(others)))
-            due.append(Case("distracted", ask, tuple(_in_order(tools, [tool, *beside])), expected))
-            withheld = rng.sample(others, min(3, len(others)))
+            beside = rng.sample(others, min(OFFERED - 1, len(others)))
+            due.append(Case("distracted", ask, tuple(_in_order(tools, [fresh, *beside])), expected))
+            withheld = rng.sample(others, min(OFFERED - 1, len(others)))
             quiet.append(Case("unfit", ask, tuple(_in_order(tools, withheld)), ()))
     for (one, first), (two, second) in zip(examples[::2], examples[1::2], strict=False):
         if one.name != two.name:
             both = Message.user(f"{first.prompt.rstrip('.?! ')}. Also: {second.prompt}")
             expected = ((one.name, dict(first.arguments)), (two.name, dict(second.arguments)))
-            due.append(Case("calls", (both,), tuple(_in_order(tools, [one, two])), expected))
-    offered = tuple(tools)
-    quiet += [Case("chat", (Message.user(text),), offered) for text in CHIT_CHAT]
+            pair = [_without(one, first), _without(two, second)]
+            due.append(Case("calls", (both,), tuple(_in_order(tools, pair)), expected))
+
+    def a_few(*kept: Tool) -> tuple[Tool, ...]:
+        """Up to OFFERED tools, as a turn offers them (all of few, a selection of many)."""
+        rest = [t for t in tools if t not in kept]
+        return tuple(
+            _in_order(tools, [*kept, *rng.sample(rest, min(len(rest), OFFERED - len(kept)))])
+        )
+
+    quiet += [Case("chat", (Message.user(text),), a_few()) for text in CHIT_CHAT]
     for tool, example in examples[:3]:
         about = tool.name.replace("_", " ").replace("-", " ")
-        quiet.append(
-            Case("near-miss", (Message.user(f"In a sentence: what is {about} good for?"),), offered)
-        )
+        question = Message.user(f"In a sentence: what is {about} good for?")
+        quiet.append(Case("near-miss", (question,), a_few(tool)))
         call = ToolCall("calibration", tool.name, dict(example.arguments))
-        quiet.append(
-            Case(
-                "answered",
-                (
-                    Message.user(example.prompt),
-                    Message.assistant("", [call]),
-                    Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
-                    Message.assistant("Done."),
-                    Message.user("Thanks! Did it work?"),
-                ),
-                offered,
-            )
+        conversation = (
+            Message.user(example.prompt),
+            Message.assistant("", [call]),
+            Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
+            Message.assistant("Done."),
+            Message.user("Thanks! Did it work?"),
         )
+        quiet.append(Case("answered", conversation, a_few(tool)))
     rng.shuffle(due)
     rng.shuffle(quiet)
     half = MAX_CASES // 2
@@ -128,8 +137,16 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
 
 
 def _in_order(tools: Sequence[Tool], chosen: Sequence[Tool]) -> list[Tool]:
-    names = {t.name for t in chosen}
-    return [t for t in tools if t.name in names]
+    """`chosen` in the toolbox's order (as a turn offers them)."""
+    order = {t.name: i for i, t in enumerate(tools)}
+    return sorted(chosen, key=lambda t: order[t.name])
+
+
+def _without(tool: Tool, example: Example) -> Tool:
+    """The tool as offered for a question made from one of its examples: without that
+    example in its prompt. Shown its own question and call, a model is surer than any
+    real request makes it (odds of 0.98-0.99 against 0.9-0.96)."""
+    return replace(tool, examples=tuple(e for e in tool.examples if e != example))
 
 
 # --- answers and how they score ----------------------------------------------------------
@@ -142,13 +159,16 @@ class Answer:
     kind: CaseKind
     due: bool
     called: bool  # it made (or tried to make) a call
-    right: bool  # its calls were the expected ones (when it made any)
+    # Its calls named the expected tools: what the call gate decides on (the arguments are
+    # the constrained phase's part, whatever the bar).
+    right: bool
     odds: float | None  # its odds of a call, where the gate weighed one
     invalid: bool  # a call that could not be used
     cut_off: bool  # the output limit cut a call short
     calls: int
     completion_tokens: int
     seconds: float
+    arguments_right: bool = False  # and their arguments were the example's
 
     def right_at(self, bar: float) -> bool:
         """Was the outcome right with this bar on the call gate?"""
@@ -187,10 +207,20 @@ def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str
 
 
 async def answer(provider: Provider, case: Case) -> Answer:
+    """Ask one question. Where no call is due, only whether (and how surely) the answer
+    opens a call matters: on the gated track nothing past that is generated, elsewhere the
+    answer is cut short; a due call is generated in full and checked."""
     started = time.perf_counter()
+    if not case.due and isinstance(provider, ConstrainedTools):
+        odds = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
+        called = odds is not None
+        seconds = time.perf_counter() - started
+        return Answer(case.kind, False, called, False, odds, False, False, 0, 0, seconds)
+    options = OPTIONS if case.due else replace(OPTIONS, max_tokens=QUIET_TOKENS)
     reply: Reply | None = None
     tokens = 0
-    async with aclosing(provider.stream(list(case.messages), list(case.tools), OPTIONS)) as events:
+    messages, tools = list(case.messages), list(case.tools)
+    async with aclosing(provider.stream(messages, tools, options)) as events:
         async for event in events:
             if isinstance(event, Reply):
                 reply = event
@@ -201,18 +231,20 @@ async def answer(provider: Provider, case: Case) -> Answer:
         return Answer(case.kind, case.due, False, False, None, True, False, 0, tokens, seconds)
     made = reply.tool_calls
     broken = bool(reply.broken_calls)
-    cut_off = broken and reply.finish_reason == "length"
+    cut_off = broken and reply.finish_reason == "length" and case.due
+    expected = [name for name, _ in case.expected]
     return Answer(
         case.kind,
         case.due,
         called=bool(made) or broken,
-        right=not broken and calls_right(made, case.expected),
+        right=not broken and bool(made) and sorted(c.name for c in made) == sorted(expected),
         odds=reply.gate.odds if reply.gate is not None else None,
-        invalid=broken and not cut_off,
+        invalid=broken and not cut_off and case.due,
         cut_off=cut_off,
         calls=len(made) + len(reply.broken_calls),
         completion_tokens=tokens,
         seconds=seconds,
+        arguments_right=not broken and calls_right(made, case.expected),
     )
 
 
@@ -263,6 +295,7 @@ class TrackScore:
     tokens_per_call: float
     seconds_per_call: float
     score: float  # balanced accuracy
+    arguments_right: int = 0  # of the due calls made, those with the example's arguments
 
     @classmethod
     def of(cls, track: TrackName, answers: Sequence[Answer], bar: float) -> TrackScore:
@@ -285,6 +318,7 @@ class TrackScore:
             round(sum(a.completion_tokens for a in calling) / calls, 1) if calls else 0.0,
             round(sum(a.seconds for a in calling) / calls, 2) if calls else 0.0,
             round(score(answers, bar), 4),
+            sum(a.arguments_right and a.right_at(bar) for a in due),
         )
 
 
@@ -324,6 +358,7 @@ class Calibration:
         rows = [
             ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
             ("Calls right where one is due", _share(s.due_right, s.due)),
+            ("… with the expected arguments", _share(s.arguments_right, s.due)),
             ("Parallel calls right", _share(s.parallel_right, s.parallel)),
             ("No call where none fits", _share(s.quiet_right, s.quiet)),
             ("Invalid or cut-off calls", f"{s.invalid} invalid, {s.cut_off} cut off"),
@@ -390,26 +425,38 @@ class Calibrator:
             raise ValueError("no tool has examples to calibrate with")
         started = time.perf_counter()
         tracks = self.tracks()
-        total = len(tracks) * len(self.cases)
+        # A second track answers half the questions (as many due as not): enough to see
+        # whether it does better, at half the cost.
+        due = [c for c in self.cases if c.due]
+        quiet = [c for c in self.cases if not c.due]
+        fewer = due[: (len(due) + 1) // 2] + quiet[: (len(quiet) + 1) // 2]
+        asked = [self.cases, *[fewer] * (len(tracks) - 1)]
+        total = sum(len(cases) for cases in asked)
         results: dict[TrackName, list[Answer]] = {}
-        for number, (name, provider) in enumerate(tracks):
+        done = 0
+        for (name, provider), cases in zip(tracks, asked, strict=True):
             answers = results.setdefault(name, [])
-            for case in self.cases:
+            for case in cases:
                 answers.append(await self._ask(provider, case))
-                self.progress(number * len(self.cases) + len(answers), total)
-        odds_reported = any(a.odds is not None for a in results[tracks[0][0]])
-        bar = choose_bar(results[tracks[0][0]])
+                done += 1
+                self.progress(done, total)
+        first = tracks[0][0]
+        bar = choose_bar(results[first])
         scores = [TrackScore.of(name, results[name], bar) for name, _ in tracks]
-        best = max(scores, key=lambda s: s.score)  # the gated track wins a tie (it is first)
+        chosen = first
+        for name, _ in tracks[1:]:  # compared on the questions both answered
+            same = [a for a, c in zip(results[first], self.cases, strict=True) if c in fewer]
+            if score(results[name], bar) > score(same, bar):
+                chosen = name
         return Calibration(
             self.model,
             date.today().isoformat(),
-            best.track,
+            chosen,
             bar,
             tuple(scores),
             len(self.cases),
             round(time.perf_counter() - started, 1),
-            odds_reported,
+            any(a.odds is not None for a in results[first]),
         )
 
     async def _ask(self, provider: Provider, case: Case) -> Answer:
@@ -438,7 +485,8 @@ _SCORE: dict[str, Any] = {
     "properties": {
         "track": {"enum": ["constrained", "emulated", "native"]},
         **{name: _COUNT for name in ("due_right", "due", "parallel_right", "parallel",
-                                     "quiet_right", "quiet", "invalid", "cut_off", "calls")},
+                                     "quiet_right", "quiet", "invalid", "cut_off", "calls",
+                                     "arguments_right")},
         **{name: {"type": "number", "minimum": 0} for name in ("tokens_per_call",
                                                                 "seconds_per_call", "score")},
     },

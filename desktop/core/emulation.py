@@ -359,12 +359,18 @@ class ProseGate:
 # --- the adapter ------------------------------------------------------------------------
 
 
-def emulated_history(messages: Sequence[Message], tools: Sequence[Tool]) -> list[Message]:
+def emulated_history(
+    messages: Sequence[Message], tools: Sequence[Tool], *, calls_allowed: bool = True
+) -> list[Message]:
     """The conversation as a backend without tools sees it: tools in the system prompt,
-    calls as the JSON the model wrote, results as user messages, same roles merged."""
+    calls as the JSON the model wrote, results as user messages, same roles merged.
+
+    `calls_allowed=False`: the tools stay in the prompt (its prefix is the one the server
+    has cached) but the step's hint asks for the answer in text, as when they are gone."""
     addendum = render_tool_prompt(tools) if tools else ""
     out: list[Message] = []
-    rest = list(messages) if tools else _without_rejected_calls(messages)
+    # Refused calls go once tools are gone (the prompt stays the same up to the first).
+    rest = list(messages) if tools and calls_allowed else _without_rejected_calls(messages)
     if rest and rest[0].role == "system":
         system = rest.pop(0).text
         out.append(Message.system(f"{system}\n\n{addendum}" if addendum else system))
@@ -386,7 +392,7 @@ def emulated_history(messages: Sequence[Message], tools: Sequence[Tool]) -> list
             out.append(converted)
     if _mid_turn(messages):
         hint = NEXT_STEP_HINT
-        if not tools:
+        if not tools or not calls_allowed:
             refusals = [m.text for m in messages if m.role == "tool" and m.rejected]
             hint = "\n".join([*(f"({reason})" for reason in refusals), NO_TOOLS_HINT])
         last = out[-1]
@@ -552,6 +558,13 @@ CALL_TOKEN_BUDGET = 1024
 UNCALIBRATED_BAR = 0.0
 _CALL_OPENERS = ("{", "[", "`")
 _FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+# A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
+# call: it may not open with `{`, `[` or a fence, nor hold `{` followed by a quote (a JSON
+# object, the shape of every call) anywhere; braces in code and prose stay possible.
+NO_CALL_GRAMMAR = r"""root ::= first rest
+first ::= [^{\[` \t\n]
+rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
+"""
 # How far past the start of a call the free answer is read for the first call's name.
 _NAME_LOOKAHEAD = 300
 
@@ -617,10 +630,12 @@ class ConstrainedTools(EmulatedTools):
         *,
         min_call_odds: float = UNCALIBRATED_BAR,
         bar_source: str = "uncalibrated",
+        keep_prefix: bool = True,
     ) -> None:
         super().__init__(inner)
         self.min_call_odds = min_call_odds
         self.bar_source = bar_source
+        self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
@@ -631,12 +646,42 @@ class ConstrainedTools(EmulatedTools):
                     odds = call_odds(event.alternatives)
         return 1.0 if odds is None else odds  # no odds after all: trust the call
 
+    async def opening(
+        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+    ) -> float | None:
+        """How this step would open, read cheaply (for calibration): None if the answer
+        starts in prose, else the model's odds of the call it opens (1.0 where the backend
+        reports no odds, or where prose comes first). Nothing past that is generated."""
+        history = emulated_history(messages, tools)
+        visible = VisibleText()
+        gate = visible.gate
+        async with aclosing(self.inner.stream(history, [], options)) as free:
+            async for event in free:
+                if isinstance(event, TextChunk):
+                    visible.feed(event.text)
+                    if gate.holding or len(gate.buffer.strip()) > _NAME_LOOKAHEAD:
+                        break  # a call opens, or plenty of prose with none
+        if not gate.holding:
+            return None
+        if gate.buffer[: gate.released].strip() or not getattr(
+            self.inner, "reports_token_odds", False
+        ):
+            return 1.0
+        return await self._odds_of_a_call(history, options)
+
     async def stream(
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
+        if not tools and options.withdrawn_tools and self.keeps_prefix:
+            # The turn's last step: its tools stay in the prompt, calls are forbidden.
+            withdrawn = options.withdrawn_tools
+            answer = self._plain_answer(messages, withdrawn, options, "", None)
+            async for event in answer:
+                yield event
+            return
         known = _known_names(messages, tools)
         history = emulated_history(messages, tools)
         if not tools or not getattr(self.inner, "constrains_json", False):
@@ -678,7 +723,8 @@ class ConstrainedTools(EmulatedTools):
             judged = CallGate(odds, self.min_call_odds, self.bar_source)
             raw += f"\n[odds of a call: {odds:.2f}]"
             if not judged.passed:
-                async for event in self._plain_answer(messages, options, raw, judged):
+                answer = self._plain_answer(messages, tools, options, raw, judged)
+                async for event in answer:
                     yield event
                 return
         budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
@@ -703,13 +749,33 @@ class ConstrainedTools(EmulatedTools):
                 elif not isinstance(event, (ThinkingChunk, TokenOdds)):
                     yield event
 
+    @property
+    def keeps_prefix(self) -> bool:
+        """Whether answers that may not call keep the tool prompt (the backend takes a
+        grammar that forbids a call): the server reuses its cached prompt."""
+        return self.keep_prefix and bool(getattr(self.inner, "takes_grammar", False))
+
     async def _plain_answer(
-        self, messages: Sequence[Message], options: RequestOptions, raw: str, judged: CallGate
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+        raw: str,
+        judged: CallGate | None,
     ) -> AsyncGenerator[ProviderEvent, None]:
-        """The answer without tools, for a call the model was unsure of. All of it is text,
-        shown as it streams, even JSON: no call can come of it."""
-        plain_options = replace(options, phase="plain")
-        plain = self.inner.stream(emulated_history(messages, []), [], plain_options)
+        """The answer in text, for a call the model was unsure of or a step whose tools
+        were withdrawn. All of it is text, shown as it streams, even JSON: no call can come
+        of it. Where the backend can forbid a call, the prompt keeps the tools (the same
+        prompt as the step's, cached); elsewhere they are left out."""
+        # After an unsure call it is a later part of the step; after withdrawn tools, a step.
+        phase = "plain" if judged is not None else options.phase
+        plain_options = replace(options, phase=phase, withdrawn_tools=())
+        if self.keeps_prefix and tools:
+            history = emulated_history(messages, tools, calls_allowed=False)
+            plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
+        else:
+            history = emulated_history(messages, [])
+        plain = self.inner.stream(history, [], plain_options)
         visible = VisibleText(hold_calls=False)
         async with aclosing(plain) as answer:
             async for event in answer:
@@ -720,7 +786,7 @@ class ConstrainedTools(EmulatedTools):
                     for piece in visible.flush():
                         yield piece
                     text, _ = strip_thinking(event.text)
-                    raw_all = f"{raw}\n[plain]\n{event.raw}"
+                    raw_all = f"{raw}\n[plain]\n{event.raw}" if raw else event.raw
                     yield Reply(text, [], [], raw_all, event.finish_reason, judged)
                 elif not isinstance(event, TokenOdds):
                     yield event

@@ -138,9 +138,12 @@ async def _turn(
     step = 0
     while True:
         tools = list(toolbox) if offer_tools else []
+        options = settings.options
+        if not offer_tools and len(toolbox):  # a track may keep them in the prompt
+            options = replace(options, withdrawn_tools=tuple(toolbox))
         reply: Reply | None = None
         try:
-            async with aclosing(provider.stream(conversation, tools, settings.options)) as stream:
+            async with aclosing(provider.stream(conversation, tools, options)) as stream:
                 async for chunk in stream:
                     if isinstance(chunk, TextChunk):
                         yield TextDelta(step, chunk.text)

@@ -100,6 +100,13 @@ class TurnTrace:
         }
 
 
+def _options_for_trace(options: RequestOptions) -> dict[str, Any]:
+    shown = {k: v for k, v in vars(options).items() if v is not None and v != ()}
+    if options.withdrawn_tools:  # kept in the prompt, named here
+        shown["withdrawn_tools"] = [t.name for t in options.withdrawn_tools]
+    return shown
+
+
 def _message_for_trace(message: Message) -> dict[str, Any]:
     raw = message.to_dict()
     raw.pop("meta", None)
@@ -135,6 +142,10 @@ class TracingProvider:
     def reports_token_odds(self) -> bool:
         return bool(getattr(self.inner, "reports_token_odds", False))
 
+    @property
+    def takes_grammar(self) -> bool:
+        return bool(getattr(self.inner, "takes_grammar", False))
+
     def start_turn(self, track: str) -> TurnTrace:
         self.trace = TurnTrace(track=track, provider=self.inner.label)
         return self.trace
@@ -149,7 +160,7 @@ class TracingProvider:
             step=len(self.trace.steps),
             messages=[_message_for_trace(m) for m in messages],
             tools=[t.wire_definition() for t in tools],
-            options={k: v for k, v in vars(options).items() if v is not None},
+            options=_options_for_trace(options),
         )
         if options.phase and self.trace.steps:
             # A later part of the step before (see ConstrainedTools): a sub-request.

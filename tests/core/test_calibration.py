@@ -66,6 +66,10 @@ def test_questions_come_from_the_tools_examples_half_of_them_with_no_call_due() 
             assert owner.name not in offered and offered
         if case.kind == "calls":
             assert len({name for name, _ in case.expected}) == 2
+        if case.due:  # the question asked is never shown as an example of its tool
+            shown = {e.prompt for t in case.tools for e in t.examples}
+            assert not any(e.prompt in case.messages[-1].text for e in case.tools[0].examples)
+            assert case.messages[-1].text not in shown
     assert cases_for([tool("bare", "x")]) == cases_for([]) or all(
         not c.due for c in cases_for([tool("bare", "x")])
     )
@@ -229,7 +233,7 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
         "scores": [{"track": "constrained", "due_right": 1, "due": 2, "parallel_right": 0,
                     "parallel": 0, "quiet_right": 2, "quiet": 2, "invalid": 0, "cut_off": 0,
                     "calls": 1, "tokens_per_call": 12.0, "seconds_per_call": 0.4,
-                    "score": 0.75}],
+                    "score": 0.75, "arguments_right": 1}],
         "cases": 4, "seconds": 3.0, "odds_reported": True,
     }  # fmt: skip
     calibration = Calibration.from_dict(data)

@@ -689,3 +689,75 @@ def test_the_prompt_leaves_out_bounds_and_extra_examples_but_no_parameter() -> N
     assert '"maxLength": {"type": "integer", "minimum": 1}' in prompt
     assert "minItems" not in prompt and "maxItems" not in prompt
     assert prompt.count("example:") == 1 and '"plot 1 2"' in prompt
+
+
+async def test_the_plain_answer_keeps_the_tool_prompt_where_a_call_can_be_forbidden() -> None:
+    """After an unsure call, the plain answer is asked over the very prompt of the step
+    (which the server has cached), with a grammar that forbids a call."""
+    from desktop.core.emulation import NO_CALL_GRAMMAR, ConstrainedTools
+
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5), ("Hi", 0.5)]), "Hi."],
+        constrains_json=True,
+        reports_token_odds=True,
+        takes_grammar=True,
+    )
+    replies = [
+        e
+        async for e in ConstrainedTools(provider, min_call_odds=0.9).stream(
+            [Message.user("hi")], [SEARCH], RequestOptions()
+        )
+        if isinstance(e, Reply)
+    ]
+    free, probe, plain = provider.requests
+    assert replies[0].text == "Hi." and not replies[0].tool_calls
+    assert plain.messages == free.messages == probe.messages  # one prompt, cached
+    assert plain.options.grammar == NO_CALL_GRAMMAR and free.options.grammar is None
+
+
+def test_the_no_call_grammar_forbids_every_shape_of_a_call() -> None:
+    """The GBNF grammar, read as the regular language it is: no call opens the answer or
+    hides in it; prose and code with braces pass."""
+    import re
+
+    from desktop.core.emulation import NO_CALL_GRAMMAR
+
+    rules = dict(line.split(" ::= ") for line in NO_CALL_GRAMMAR.strip().splitlines())
+    assert rules["root"] == "first rest"
+    # The two rules, transcribed to Python's regex syntax one for one.
+    first = r"[^{\[` \t\n]"
+    rest = r'(?:[^{]|\{[ \t\n]*[^" \t\n])*(?:\{[ \t\n]*)?'
+    assert rules["first"] == first
+    assert rules["rest"] == r'([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?'
+    answer = re.compile(first + rest, re.DOTALL)
+    for call in ['{"name": "x"}', '[{"name": "x"}]', "```json\n{}```", ' {"a": 1}',
+                 'Here it is: {"name": "search", "arguments": {}}', 'ok {\n  "name": 1}']:
+        assert not answer.fullmatch(call), call
+    for prose in ["Hello!", "Use `f(x)` here.", "int f() { return 1; }", "a {b} c {"]:
+        assert answer.fullmatch(prose), prose
+
+
+async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
+    from desktop.core.emulation import NO_CALL_GRAMMAR, NO_TOOLS_HINT, ConstrainedTools
+    from desktop.core.loop import LoopSettings, run_turn
+    from desktop.core.tools import Toolbox
+
+    call = '{"name": "search", "arguments": {"query": "q"}}'
+    provider = ScriptedProvider(
+        [Step(chunks=[call]), Step(chunks=[f"[{call}]"]), "Here is what I found."],
+        constrains_json=True,
+        takes_grammar=True,
+    )
+    conversation = [Message.user("find q")]
+    settings = LoopSettings(max_tool_calls=1)
+    events = [
+        e
+        async for e in run_turn(
+            ConstrainedTools(provider), Toolbox([SEARCH]), conversation, settings=settings
+        )
+    ]
+    assert events[-1].kind == "turn_finished" and events[-1].text == "Here is what I found."
+    first, _constrained, last = provider.requests
+    assert last.messages[0] == first.messages[0]  # the same system prompt, tools and all
+    assert last.options.grammar == NO_CALL_GRAMMAR and last.options.phase is None
+    assert NO_TOOLS_HINT in last.messages[-1].text

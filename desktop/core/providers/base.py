@@ -37,6 +37,12 @@ class RequestOptions:
     # Ask for the likeliest alternatives of each generated token (`TokenOdds` events).
     # Only for backends with `reports_token_odds`.
     top_logprobs: int | None = None
+    # A GBNF grammar the answer must match (the emulated track's "no call" answers keep the
+    # tool prompt and forbid a call instead). Only for backends with `takes_grammar`.
+    grammar: str | None = None
+    # The tools of the turn after they were withdrawn (the last, tool-free step): a track
+    # that can forbid calls keeps them in the prompt, whose prefix the server has cached.
+    withdrawn_tools: tuple[Tool, ...] = ()
     # Which later part of a step this request is (see ConstrainedTools), for the trace;
     # None for a step's first request. Backends ignore it.
     phase: Literal["call-odds", "constrained", "plain"] | None = None

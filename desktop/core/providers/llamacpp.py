@@ -9,6 +9,8 @@ from desktop.core.providers.openai_compat import OpenAICompatProvider
 
 
 class LlamaCppProvider(OpenAICompatProvider):
+    takes_grammar = True  # a GBNF `grammar` in the chat completion request
+
     def __init__(self, base_url: str = "http://127.0.0.1:8080", model: str = "", **kwargs: Any):
         kwargs.setdefault("name", "llama.cpp server")
         super().__init__(base_url, model, **kwargs)

@@ -154,6 +154,8 @@ class OpenAICompatProvider(HttpProvider):
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "strict": True, "schema": options.json_schema},
             }
+        if options.grammar is not None and getattr(self, "takes_grammar", False):
+            body["grammar"] = options.grammar
         if options.top_logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = options.top_logprobs
