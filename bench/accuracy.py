@@ -337,12 +337,13 @@ def requantized(model: Path, kind: str) -> Path:
 
 
 async def run_calibrated(
-    url: str, cases: list[dict[str, Any]], checker: Any
+    url: str, cases: list[dict[str, Any]], checker: Any, history: int = 0
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Calibrate on one half of the set's tools, measure on the other half, and swap."""
     halves = [cases[0::2], cases[1::2]]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     both: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    deep: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for measured in (0, 1):
         started = time.perf_counter()
         calibration = await calibrate_on(url, halves[1 - measured])
@@ -356,7 +357,16 @@ async def run_calibrated(
         results[name] = rows
         for category, chosen in rows.items():
             both[category] += chosen
+        if history:  # the same calibration, each case after earlier turns
+            later = await run_mode(
+                "calibrated", url, halves[measured], checker, history=history,
+                calibration=calibration,
+            )  # fmt: skip
+            for category, chosen in later.items():
+                deep[category] += chosen
     results["calibrated (both halves)"] = dict(both)
+    if history:
+        results[f"calibrated (both halves) after {history} turns"] = dict(deep)
     return results
 
 
@@ -401,7 +411,7 @@ async def main() -> None:
         variants += [(0, args.history)] if args.history else []
         for mode in modes:
             if mode == "calibrated":
-                results |= await run_calibrated(url, cases, checker)
+                results |= await run_calibrated(url, cases, checker, args.history)
                 continue
             for padding, turns in variants:
                 name = mode + (f" +{padding} distractors" if padding else "")

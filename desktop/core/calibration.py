@@ -37,7 +37,7 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.tools import Example, Tool
 
-CaseKind = Literal["call", "calls", "distracted", "unfit", "chat", "near-miss", "answered"]
+CaseKind = Literal["call", "calls", "distracted", "later", "unfit", "chat", "near-miss", "answered"]
 TrackName = Literal["constrained", "emulated", "native"]
 
 # Enough questions to place a bar (half of them with a call due), few enough for a 0.5B
@@ -80,7 +80,8 @@ class Case:
 
 def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
     """Calibration questions built from `tools`: each example gives a call that is due
-    (alone, with other tools beside it, two at once) and a request no offered tool fits
+    (alone, with other tools beside it, two at once, after earlier turns) and a request no
+    offered tool fits
     (its own tool withheld); chit-chat, a near-miss about a tool, and a question the last
     result answers need no call. Half the cases, at most, are due calls."""
     rng = random.Random(seed)
@@ -100,6 +101,20 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
             withheld = rng.sample(others, min(OFFERED - 1, len(others)))
             quiet.append(Case("unfit", ask, tuple(_in_order(tools, withheld)), ()))
     for (one, first), (two, second) in zip(examples[::2], examples[1::2], strict=False):
+        # Deep in a conversation: asked after a turn with a call and its result, and one of
+        # chit-chat (models call less surely there).
+        earlier = ToolCall("earlier", two.name, dict(second.arguments))
+        before = (
+            Message.user(second.prompt),
+            Message.assistant("", [earlier]),
+            Message.tool(earlier.id, two.name, '{"ok": true, "result": "done"}'),
+            Message.assistant("Done."),
+            Message.user(CHIT_CHAT[len(due) % len(CHIT_CHAT)]),
+            Message.assistant("Sure, here you go."),
+        )
+        expected = ((one.name, dict(first.arguments)),)
+        offered = _in_order(tools, [_without(one, first), *([two] if two.name != one.name else [])])
+        due.append(Case("later", (*before, Message.user(first.prompt)), tuple(offered), expected))
         if one.name != two.name:
             both = Message.user(f"{first.prompt.rstrip('.?! ')}. Also: {second.prompt}")
             expected = ((one.name, dict(first.arguments)), (two.name, dict(second.arguments)))
@@ -114,7 +129,7 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
         )
 
     quiet += [Case("chat", (Message.user(text),), a_few()) for text in CHIT_CHAT]
-    for tool, example in examples[:3]:
+    for tool, example in examples:
         about = tool.name.replace("_", " ").replace("-", " ")
         question = Message.user(f"In a sentence: what is {about} good for?")
         quiet.append(Case("near-miss", (question,), a_few(tool)))
@@ -129,10 +144,23 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
         quiet.append(Case("answered", conversation, a_few(tool)))
     rng.shuffle(due)
     rng.shuffle(quiet)
-    half = MAX_CASES // 2
-    quiet_count = min(len(quiet), max(half, MAX_CASES - len(due)))
-    chosen = due[: MAX_CASES - quiet_count] + quiet[:quiet_count]
+    quiet_count = min(len(quiet), max(MAX_CASES // 2, MAX_CASES - len(due)))
+    chosen = _by_kind(due, MAX_CASES - quiet_count) + _by_kind(quiet, quiet_count)
     rng.shuffle(chosen)
+    return chosen
+
+
+def _by_kind(cases: list[Case], count: int) -> list[Case]:
+    """`count` cases taken in turn from each kind: every kind as often as it can be (a
+    bar set mostly by one kind of question would fit that kind only)."""
+    kinds: dict[CaseKind, list[Case]] = {}
+    for case in cases:
+        kinds.setdefault(case.kind, []).append(case)
+    chosen: list[Case] = []
+    while len(chosen) < count and any(kinds.values()):
+        for pool in kinds.values():
+            if pool and len(chosen) < count:
+                chosen.append(pool.pop(0))
     return chosen
 
 
