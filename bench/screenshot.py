@@ -7,6 +7,10 @@ Saves `chat.png` (the window after the answer) and `inspector.png` (with the ins
 With `--data-folder`, starts the real app over a damaged and over a read-only data folder
 instead and saves the screen as the person sees it: `data-folder-damaged.png`,
 `data-folder-read-only.png`.
+With `--calibration`, the app with 40 more tools (from the BFCL set, so that the tool
+selection picks): the model calibrating (`calibrating.png`), its reliability card in
+Settings (`reliability-card.png`) and a turn's offered tools in the inspector
+(`tool-selection.png`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,74 @@ async def shoot(out: Path) -> None:
         window.close()
 
 
+async def shoot_calibration(out: Path) -> None:
+    from PySide6.QtWidgets import QApplication, QTabWidget
+
+    from desktop.core.runtime import LlamaServer, ensure_bundled_model
+    from desktop.ui.app import build, resource
+    from desktop.ui.settings_dialog import SettingsDialog
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from accuracy import DEFAULT_CASES, tools_of
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    app.setStyleSheet(resource("styles", "app.qss").read_text(encoding="utf-8"))
+    server = LlamaServer(model=ensure_bundled_model(), threads=2)
+    await server.start()
+    folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
+    (folder / "settings.json").write_text(
+        json.dumps(
+            {
+                "backend": "llamacpp",
+                "url": server.base_url,
+                "temperature": 0,
+                "show_inspector": True,
+            }
+        )
+    )
+    window, controller, session, _ = build(folder)
+    cases = [json.loads(line) for line in DEFAULT_CASES.read_text().splitlines()[:60]]
+    extra = {t.name: t for case in cases for t in tools_of(case)[0]}
+    session.extra_tools = list(extra.values())[:40]
+    session.apply_settings(session.settings)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        window.resize(1400, 820)
+        window.show()
+        controller.reconnect()
+        await wait_for(lambda: session.connection.ok, 60, "the connection")
+        controller.calibrate()
+        await wait_for(lambda: window.calibration_bar.value() >= 6, 300, "some progress")
+        window.grab().save(str(out / "calibrating.png"))
+        await wait_for(lambda: not controller.calibrating, 600, "the calibration")
+        dialog = SettingsDialog(session.settings, session.all_tools, session.secrets, window,
+                                calibration=session.calibration)  # fmt: skip
+        tabs = dialog.findChild(QTabWidget)
+        tabs.setCurrentIndex(tabs.count() - 1)
+        dialog.resize(640, 480)
+        dialog.show()
+        await asyncio.sleep(0.5)
+        dialog.grab().save(str(out / "reliability-card.png"))
+        dialog.close()
+        window.composer.setPlainText("What time is it in Tokyo right now?")
+        window.send()
+        await wait_for(lambda: controller.busy, 10, "the turn to start")
+        await wait_for(lambda: not controller.busy, 300, "the answer")
+        await asyncio.sleep(0.5)
+        tree = window.inspector.tree
+        if tree.topLevelItemCount():
+            tree.setCurrentItem(tree.topLevelItem(0))
+        await asyncio.sleep(0.3)
+        window.grab().save(str(out / "tool-selection.png"))
+        print(f"saved calibrating.png, reliability-card.png, tool-selection.png in {out}")
+    finally:
+        await controller.shutdown()
+        await session.close()
+        server.stop()
+        window.close()
+
+
 def shoot_data_folder(out: Path) -> None:
     """The app started over a damaged, then a read-only, data folder: the screen a few
     seconds later (the dialog it shows), grabbed from the X display by another process."""
@@ -114,6 +186,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
     parser.add_argument("--data-folder", action="store_true",
                         help="the dialogs for a damaged and a read-only data folder")  # fmt: skip
+    parser.add_argument("--calibration", action="store_true",
+                        help="calibration, its card, the tool selection")  # fmt: skip
     args = parser.parse_args()
     if args.data_folder:
         shoot_data_folder(args.out)
@@ -122,7 +196,8 @@ def main() -> int:
 
     from desktop.ui.app import run_on_qt
 
-    run_on_qt(QApplication(sys.argv[:1]), shoot(args.out))
+    shots = shoot_calibration(args.out) if args.calibration else shoot(args.out)
+    run_on_qt(QApplication(sys.argv[:1]), shots)
     return 0
 
 

@@ -23,16 +23,17 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
 
-from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
+from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.tools import Example, Tool
@@ -40,9 +41,12 @@ from desktop.core.tools import Example, Tool
 CaseKind = Literal["call", "calls", "distracted", "later", "unfit", "chat", "near-miss", "answered"]
 TrackName = Literal["constrained", "emulated", "native"]
 
-# Enough questions to place a bar (half of them with a call due), few enough for a 0.5B
-# model to answer them in about two minutes on two CPU cores.
-MAX_CASES = 28
+# Questions read at their opening (a second or two each): enough to place a bar (half of
+# them with a call due), few enough for a 0.5B model on two CPU cores in about two minutes.
+MAX_CASES = 40
+# Of those, this many due and as many not are answered in full, for the card and for the
+# native track.
+FULL_ANSWERS = 6
 # At most this many tools beside a question: as many as a turn offers when tool selection
 # picks (tool_selection.py), so that a few hundred tools still make short prompts.
 OFFERED = 4
@@ -234,16 +238,20 @@ def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str
     )
 
 
-async def answer(provider: Provider, case: Case) -> Answer:
-    """Ask one question. Where no call is due, only whether (and how surely) the answer
-    opens a call matters: on the gated track nothing past that is generated, elsewhere the
-    answer is cut short; a due call is generated in full and checked."""
+async def opening(provider: ConstrainedTools, case: Case) -> Answer:
+    """How the model opens its answer, and no more: a call or not, the tool it names (the
+    call is right for the gate if that tool is due), and its odds. About a second."""
     started = time.perf_counter()
-    if not case.due and isinstance(provider, ConstrainedTools):
-        odds = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
-        called = odds is not None
-        seconds = time.perf_counter() - started
-        return Answer(case.kind, False, called, False, odds, False, False, 0, 0, seconds)
+    seen = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
+    right = case.due and seen.call and seen.tool in {name for name, _ in case.expected}
+    seconds = time.perf_counter() - started
+    return Answer(case.kind, case.due, seen.call, right, seen.odds, False, False, 0, 0, seconds)
+
+
+async def answer(provider: Provider, case: Case) -> Answer:
+    """The whole answer, its calls checked. Where no call is due, only whether the answer
+    calls matters, and it is cut short."""
+    started = time.perf_counter()
     options = OPTIONS if case.due else replace(OPTIONS, max_tokens=QUIET_TOKENS)
     reply: Reply | None = None
     tokens = 0
@@ -326,12 +334,22 @@ class TrackScore:
     arguments_right: int = 0  # of the due calls made, those with the example's arguments
 
     @classmethod
-    def of(cls, track: TrackName, answers: Sequence[Answer], bar: float) -> TrackScore:
-        due = [a for a in answers if a.due]
-        parallel = [a for a in answers if a.kind == "calls"]
-        quiet = [a for a in answers if not a.due]
-        calling = [a for a in answers if a.called and a.calls]
-        calls = sum(a.calls for a in calling)
+    def of(
+        cls,
+        track: TrackName,
+        decisions: Sequence[Answer],
+        bar: float,
+        calls: Sequence[Answer] | None = None,
+    ) -> TrackScore:
+        """The track's score at `bar`: whether it calls where it should from `decisions`,
+        how good its calls are from `calls` (answers in full; `decisions` if they are)."""
+        calls = decisions if calls is None else calls
+        due = [a for a in decisions if a.due]
+        quiet = [a for a in decisions if not a.due]
+        parallel = [a for a in calls if a.kind == "calls"]
+        calling = [a for a in calls if a.called and a.calls]
+        made = sum(a.calls for a in calling)
+        full_due = [a for a in calls if a.due]
         return cls(
             track,
             sum(a.right_at(bar) for a in due),
@@ -340,13 +358,13 @@ class TrackScore:
             len(parallel),
             sum(a.right_at(bar) for a in quiet),
             len(quiet),
-            sum(a.invalid for a in answers),
-            sum(a.cut_off for a in answers),
-            calls,
-            round(sum(a.completion_tokens for a in calling) / calls, 1) if calls else 0.0,
-            round(sum(a.seconds for a in calling) / calls, 2) if calls else 0.0,
-            round(score(answers, bar), 4),
-            sum(a.arguments_right and a.right_at(bar) for a in due),
+            sum(a.invalid for a in calls),
+            sum(a.cut_off for a in calls),
+            made,
+            round(sum(a.completion_tokens for a in calling) / made, 1) if made else 0.0,
+            round(sum(a.seconds for a in calling) / made, 2) if made else 0.0,
+            round(score(decisions, bar), 4),
+            sum(a.arguments_right and a.right_at(bar) for a in full_due),
         )
 
 
@@ -439,43 +457,49 @@ class Calibrator:
     def resume(self) -> None:
         self._may_run.set()
 
-    def tracks(self) -> list[tuple[TrackName, Provider]]:
-        gated = getattr(self.provider, "constrains_json", False)
-        first: TrackName = "constrained" if gated else "emulated"
-        wrapped = ConstrainedTools(self.provider) if gated else EmulatedTools(self.provider)
-        chosen: list[tuple[TrackName, Provider]] = [(first, wrapped)]
-        if self.native:
-            chosen.append(("native", NativeTools(self.provider)))
-        return chosen
-
     async def run(self) -> Calibration:
+        """Every question read at its opening on the gated track (its bar comes from
+        these), a few answered in full (how good the calls are), and the same few on the
+        native track where there is one; the better track is kept."""
         if not self.cases:
             raise ValueError("no tool has examples to calibrate with")
         started = time.perf_counter()
-        tracks = self.tracks()
-        # A second track answers half the questions (as many due as not): enough to see
-        # whether it does better, at half the cost.
         due = [c for c in self.cases if c.due]
         quiet = [c for c in self.cases if not c.due]
-        fewer = due[: (len(due) + 1) // 2] + quiet[: (len(quiet) + 1) // 2]
-        asked = [self.cases, *[fewer] * (len(tracks) - 1)]
-        total = sum(len(cases) for cases in asked)
-        results: dict[TrackName, list[Answer]] = {}
-        done = 0
-        for (name, provider), cases in zip(tracks, asked, strict=True):
-            answers = results.setdefault(name, [])
-            for case in cases:
-                answers.append(await self._ask(provider, case))
-                done += 1
-                self.progress(done, total)
-        first = tracks[0][0]
-        bar = choose_bar(results[first])
-        scores = [TrackScore.of(name, results[name], bar) for name, _ in tracks]
+        few = due[:FULL_ANSWERS] + quiet[:FULL_ANSWERS]
+        gated = bool(getattr(self.provider, "constrains_json", False))
+        first: TrackName = "constrained" if gated else "emulated"
+        track = ConstrainedTools(self.provider)
+        plan: list[tuple[TrackName, str, Case]] = []
+        if gated:
+            plan += [(first, "opening", c) for c in self.cases]
+            plan += [(first, "full", c) for c in due[:FULL_ANSWERS]]
+        else:  # no constrained decoding: no odds to weigh, the tolerant parser's answers
+            plan += [(first, "full", c) for c in few]
+        if self.native:
+            plan += [("native", "full", c) for c in few]
+        native = NativeTools(self.provider)
+        decided: list[Answer] = []
+        full: dict[TrackName, list[Answer]] = {first: [], "native": []}
+        for done, (name, how, case) in enumerate(plan, start=1):
+            if how == "opening":
+                decided.append(await self._ask(partial(opening, track, case)))
+            else:
+                provider: Provider = native if name == "native" else track
+                full[name].append(await self._ask(partial(answer, provider, case)))
+            self.progress(done, len(plan))
+        if not gated:
+            decided = full[first]
+        bar = choose_bar(decided)
+        scores = [TrackScore.of(first, decided, bar, full[first])]
         chosen = first
-        for name, _ in tracks[1:]:  # compared on the questions both answered
-            same = [a for a, c in zip(results[first], self.cases, strict=True) if c in fewer]
-            if score(results[name], bar) > score(same, bar):
-                chosen = name
+        if self.native:
+            scores.append(TrackScore.of("native", full["native"], bar))
+            # Compared on the questions both answered.
+            asked = self.cases if gated else few
+            same = [a for a, c in zip(decided, asked, strict=True) if c in few]
+            if score(full["native"], bar) > score(same, bar):
+                chosen = "native"
         return Calibration(
             self.model,
             date.today().isoformat(),
@@ -484,13 +508,13 @@ class Calibrator:
             tuple(scores),
             len(self.cases),
             round(time.perf_counter() - started, 1),
-            any(a.odds is not None for a in results[first]),
+            any(a.odds is not None for a in decided),
         )
 
-    async def _ask(self, provider: Provider, case: Case) -> Answer:
+    async def _ask(self, question: Callable[[], Awaitable[Answer]]) -> Answer:
         while True:
             await self._may_run.wait()
-            self._current = asyncio.ensure_future(answer(provider, case))
+            self._current = asyncio.ensure_future(question())
             try:
                 return await self._current
             except asyncio.CancelledError:

@@ -606,6 +606,16 @@ def call_schema(tools: Sequence[Tool], first: str | None = None) -> dict[str, An
     return {"$defs": defs, "anyOf": lists}
 
 
+@dataclass(frozen=True)
+class Opening:
+    """How an answer opens: with a call or not, the tool named first, the odds of a call
+    (None where they were not weighed: prose came first, or the backend gives none)."""
+
+    call: bool
+    tool: str | None
+    odds: float | None
+
+
 def call_odds(alternatives: Iterable[tuple[str, float]]) -> float:
     """The probability that a token opens a call (`{`, `[` or a code fence)."""
     return sum(p for token, p in alternatives if token.lstrip().startswith(_CALL_OPENERS))
@@ -648,26 +658,32 @@ class ConstrainedTools(EmulatedTools):
 
     async def opening(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
-    ) -> float | None:
-        """How this step would open, read cheaply (for calibration): None if the answer
-        starts in prose, else the model's odds of the call it opens (1.0 where the backend
-        reports no odds, or where prose comes first). Nothing past that is generated."""
+    ) -> Opening:
+        """How this step would open, read cheaply (for calibration): whether the answer
+        opens a call, the tool it names first, and how sure the model was (1.0 where the
+        backend reports no odds, or where prose comes first). Nothing past that is
+        generated."""
         history = emulated_history(messages, tools)
         visible = VisibleText()
         gate = visible.gate
+        named: re.Match[str] | None = None
         async with aclosing(self.inner.stream(history, [], options)) as free:
             async for event in free:
                 if isinstance(event, TextChunk):
                     visible.feed(event.text)
-                    if gate.holding or len(gate.buffer.strip()) > _NAME_LOOKAHEAD:
-                        break  # a call opens, or plenty of prose with none
+                    if gate.holding:
+                        named = _FIRST_NAME.search(gate.buffer, gate.released)
+                        if named or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD:
+                            break  # a call opens and names its tool
+                    elif len(gate.buffer.strip()) > _NAME_LOOKAHEAD:
+                        break  # plenty of prose with no call
         if not gate.holding:
-            return None
-        if gate.buffer[: gate.released].strip() or not getattr(
+            return Opening(False, None, None)
+        tool = named.group(1) if named else None
+        sure = not gate.buffer[: gate.released].strip() and getattr(
             self.inner, "reports_token_odds", False
-        ):
-            return 1.0
-        return await self._odds_of_a_call(history, options)
+        )
+        return Opening(True, tool, await self._odds_of_a_call(history, options) if sure else None)
 
     async def stream(
         self,
