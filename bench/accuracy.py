@@ -63,6 +63,12 @@ from desktop.core.tools import Example, Tool
 DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
 CONTEXT_SIZE = 8192
+# An answer that declines: "I'm sorry, but I can't assist with that", "I cannot help ...".
+REFUSAL = re.compile(
+    r"\b(I'?m sorry|I am sorry|I apologi[sz]e|I can(?:'|no)t (?:assist|help)|"
+    r"I am unable|I'm unable|unable to (?:assist|help))",
+    re.IGNORECASE,
+)
 
 
 def load_checker(cases: Path) -> Any:
@@ -202,6 +208,7 @@ async def run_mode(
     distractors: int = 0,
     history: int = 0,
     calibration: Calibration | None = None,
+    refusals: bool = False,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     provider: Provider
@@ -249,6 +256,12 @@ async def run_mode(
         row["kept_expected_tools"] = all(name in {t.name for t in tools} for name in expected)
         if odds := re.search(r"\[odds of a call: ([0-9.]+)\]", raw):
             row["call_odds"] = float(odds.group(1))
+        if refusals and case["category"] == "irrelevance" and not calls:
+            # A refusal the tool prompt caused: the same question asked with no tools.
+            plain, _, _ = await ask(EmulatedTools(base), case, [], earlier)
+            row["refused"] = bool(REFUSAL.search(reply.text))
+            row["refused_without_tools"] = bool(REFUSAL.search(plain.text))
+            row["call_in_text"] = '"name"' in reply.text
         rows[case["category"]].append({**row, "prompt_tokens": prompt_tokens})
     await base.aclose()
     return rows
@@ -279,6 +292,22 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
                 f"| {100 * sum(r.get('kept_expected_tools', True) for r in chosen) / n:.0f}% |"
             )
     return "\n".join(lines)
+
+
+def refusal_lines(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+    """Irrelevance cases answered in text: refusals with the tools offered against the
+    same questions asked with none, and calls written out in the text."""
+    lines = []
+    for mode, rows in results.items():
+        checked = [r for r in rows.get("irrelevance", []) if "refused" in r]
+        if checked:
+            lines.append(
+                f"- {mode}: of {len(checked)} irrelevance cases answered in text, "
+                f"{sum(r['refused'] for r in checked)} refused with the tools offered, "
+                f"{sum(r['refused_without_tools'] for r in checked)} with no tools; "
+                f"{sum(r['call_in_text'] for r in checked)} wrote a call into the text"
+            )
+    return "\n\nRefusals:\n" + "\n".join(lines) if lines else ""
 
 
 def gate_calibration(rows: dict[str, list[dict[str, Any]]]) -> str:
@@ -351,7 +380,9 @@ async def run_calibrated(
             f"calibrated on half {2 - measured} ({calibration.track}, bar {calibration.bar:.2f},"
             f" {calibration.seconds:.0f} s), run on half {measured + 1}"
         )
-        rows = await run_mode("calibrated", url, halves[measured], checker, calibration=calibration)
+        rows = await run_mode(
+            "calibrated", url, halves[measured], checker, calibration=calibration, refusals=True
+        )
         print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
         print(json.dumps(calibration.to_dict()), file=sys.stderr)
         results[name] = rows
@@ -360,7 +391,7 @@ async def run_calibrated(
         if history:  # the same calibration, each case after earlier turns
             later = await run_mode(
                 "calibrated", url, halves[measured], checker, history=history,
-                calibration=calibration,
+                calibration=calibration, refusals=True,
             )  # fmt: skip
             for category, chosen in later.items():
                 deep[category] += chosen
@@ -422,7 +453,7 @@ async def main() -> None:
     finally:
         if server:
             server.stop()
-    text = table(results)
+    text = table(results) + refusal_lines(results)
     if "ungated" in results:
         text += "\n\nThe call gate's bar, from the `ungated` run:\n\n"
         text += gate_calibration(results["ungated"])
