@@ -389,6 +389,14 @@ class Calibration:
     def source(self) -> str:
         return f"calibrated {self.day}"
 
+    @property
+    def model_name(self) -> str:
+        """The model as a person knows it: the file's name, or the served model's."""
+        kind, _, rest = self.model.partition(":")
+        if kind == "file":
+            return rest.rsplit(":", 1)[0]
+        return Path(rest).name or rest or self.model
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "scores": [asdict(s) for s in self.scores]}
 

@@ -781,12 +781,15 @@ class ConstrainedTools(EmulatedTools):
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The answer in text, for a call the model was unsure of or a step whose tools
         were withdrawn. All of it is text, shown as it streams, even JSON: no call can come
-        of it. Where the backend can forbid a call, the prompt keeps the tools (the same
-        prompt as the step's, cached); elsewhere they are left out."""
+        of it. After withdrawn tools, where the backend can forbid a call, the prompt keeps
+        the tools (the prefix the server has cached: 89% of it reused against 38%). After
+        an unsure call the tools are left out: kept and forbidden, the model echoed the
+        request or explained how to call the tool instead of answering (bench/
+        prompt_economy.py), and that prompt is short (47 tokens) anyway."""
         # After an unsure call it is a later part of the step; after withdrawn tools, a step.
         phase = "plain" if judged is not None else options.phase
         plain_options = replace(options, phase=phase, withdrawn_tools=())
-        if self.keeps_prefix and tools:
+        if self.keeps_prefix and tools and judged is None:
             history = emulated_history(messages, tools, calls_allowed=False)
             plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
         else:

@@ -265,7 +265,7 @@ class SettingsDialog(QDialog):
                 "sure it must be to call a tool, and which way of calling suits it best."
             )
         else:
-            intro = QLabel(f"How {calibration.model} calls tools, measured on your tools:")
+            intro = QLabel(f"How {calibration.model_name} calls tools, measured on your tools:")
         intro.setWordWrap(True)
         form.addRow(intro)
         self.card_rows: dict[str, QLabel] = {}

@@ -231,6 +231,15 @@ def test_a_model_file_is_known_by_name_and_size(tmp_path: Path) -> None:
     assert model_key("ollama", "qwen3:4b") == "ollama:qwen3:4b"
 
 
+def test_the_card_names_the_model_as_a_person_knows_it() -> None:
+    def named(model: str) -> str:
+        return Calibration(model, "2026-12-01", "constrained", 0.5, (), 0, 0.0).model_name
+
+    assert named("file:qwen-q4_k_m.gguf:468") == "qwen-q4_k_m.gguf"
+    assert named("llamacpp:/models/qwen-q4_k_m.gguf") == "qwen-q4_k_m.gguf"
+    assert named("ollama:qwen3:4b") == "qwen3:4b"
+
+
 def test_a_calibration_reads_back_from_its_dict() -> None:
     data: dict[str, Any] = {
         "model": "m", "day": "2026-11-30", "track": "constrained", "bar": 0.8,

@@ -223,3 +223,50 @@ async def test_the_answer_after_each_built_in_tool_is_the_models_own(
     assert isinstance(final, TurnFinished), final
     assert final.text.strip()
     assert not any(words in final.text for words in OWN_WORDS), final.text
+
+
+async def test_the_last_step_keeps_the_cached_prompt(llama_server: LlamaServer) -> None:
+    """One call allowed: the second step is the last, its tools withdrawn; it goes over
+    the prompt the server has cached, and the grammar keeps any call out of it."""
+    from desktop.core.emulation import ConstrainedTools
+    from desktop.core.trace import TracingProvider
+
+    traced = TracingProvider(make_provider("llamacpp", llama_server.base_url))
+    trace = traced.start_turn("emulated")
+    conversation = [Message.user("What's the weather in Paris?")]
+    options = RequestOptions(temperature=0, seed=42, max_tokens=40)
+    settings = LoopSettings(max_tool_calls=1, options=options)
+    turn = run_turn(ConstrainedTools(traced), Toolbox([Weather().tool]), conversation,
+                    settings=settings)  # fmt: skip
+    async for event in turn:
+        trace.record(event)
+    await traced.inner.aclose()  # type: ignore[attr-defined]
+    last = trace.steps[-1]
+    assert len(trace.steps) == 2 and last.options.get("grammar") and last.usage is not None
+    # All of the first step's prompt comes from the cache (it did not, with the tool
+    # block dropped: the prefix changed at the system prompt).
+    first_prompt = next(p.usage for p in trace.steps[0].phases if p.usage)["prompt_tokens"]
+    assert last.usage["cached_tokens"] >= first_prompt - 1
+    assert trace.outcome is not None and trace.outcome["kind"] == "turn_finished"
+    assert '{"' not in trace.outcome["text"] and trace.outcome["text"].strip()
+
+
+async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:
+    """A short calibration over the real model with one tool: it answers every question,
+    reads real odds, and says how it called."""
+    from desktop.core.calibration import Calibrator
+    from desktop.core.tools import Example
+
+    weather = Weather().tool
+    examples = (Example("What's the weather in Paris?", {"city": "Paris"}),
+                Example("Is it cold in Oslo today?", {"city": "Oslo"}))  # fmt: skip
+    from dataclasses import replace
+
+    provider = make_provider("llamacpp", llama_server.base_url)
+    calibrator = Calibrator(provider, [replace(weather, examples=examples)], "test")
+    calibration = await calibrator.run()
+    await provider.aclose()
+    assert calibration.odds_reported and 0.0 <= calibration.bar < 1.0
+    chosen = calibration.chosen
+    assert chosen.due == sum(c.due for c in calibrator.cases) > 0
+    assert chosen.quiet > 0 and chosen.calls > 0 and chosen.tokens_per_call > 0
