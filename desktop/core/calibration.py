@@ -332,6 +332,7 @@ class TrackScore:
     seconds_per_call: float
     score: float  # balanced accuracy
     arguments_right: int = 0  # of the due calls made, those with the example's arguments
+    answered_in_full: int = 0  # the due questions answered in full (arguments checked)
 
     @classmethod
     def of(
@@ -365,6 +366,7 @@ class TrackScore:
             round(sum(a.seconds for a in calling) / made, 2) if made else 0.0,
             round(score(decisions, bar), 4),
             sum(a.arguments_right and a.right_at(bar) for a in full_due),
+            len(full_due),
         )
 
 
@@ -412,7 +414,7 @@ class Calibration:
         rows = [
             ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
             ("Calls right where one is due", _share(s.due_right, s.due)),
-            ("… with the expected arguments", _share(s.arguments_right, s.due)),
+            ("… with the expected arguments", _share(s.arguments_right, s.answered_in_full)),
             ("Parallel calls right", _share(s.parallel_right, s.parallel)),
             ("No call where none fits", _share(s.quiet_right, s.quiet)),
             ("Invalid or cut-off calls", f"{s.invalid} invalid, {s.cut_off} cut off"),
@@ -420,7 +422,8 @@ class Calibration:
         ]
         others = [o for o in self.scores if o.track != self.track]
         rows += [
-            (f"{o.track} track", f"scored {o.score:.0%} (chosen: {s.score:.0%})") for o in others
+            (f"{o.track.capitalize()} track", f"{o.score:.0%} right, against {s.score:.0%}")
+            for o in others
         ]
         rows.append(("Measured", f"{self.day}, {self.cases} questions, {self.seconds:.0f} s"))
         return rows
@@ -546,7 +549,7 @@ _SCORE: dict[str, Any] = {
         "track": {"enum": ["constrained", "emulated", "native"]},
         **{name: _COUNT for name in ("due_right", "due", "parallel_right", "parallel",
                                      "quiet_right", "quiet", "invalid", "cut_off", "calls",
-                                     "arguments_right")},
+                                     "arguments_right", "answered_in_full")},
         **{name: {"type": "number", "minimum": 0} for name in ("tokens_per_call",
                                                                 "seconds_per_call", "score")},
     },

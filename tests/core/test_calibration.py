@@ -246,7 +246,7 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
         "scores": [{"track": "constrained", "due_right": 1, "due": 2, "parallel_right": 0,
                     "parallel": 0, "quiet_right": 2, "quiet": 2, "invalid": 0, "cut_off": 0,
                     "calls": 1, "tokens_per_call": 12.0, "seconds_per_call": 0.4,
-                    "score": 0.75, "arguments_right": 1}],
+                    "score": 0.75, "arguments_right": 1, "answered_in_full": 2}],
         "cases": 4, "seconds": 3.0, "odds_reported": True,
     }  # fmt: skip
     calibration = Calibration.from_dict(data)
