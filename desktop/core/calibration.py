@@ -17,7 +17,6 @@ needs the model: calibration never makes a person wait.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import math
 import os
@@ -62,6 +61,9 @@ CHIT_CHAT = (
 # Each calibration question runs with the same seed and temperature 0: a calibration is a
 # measurement, the same on every run.
 OPTIONS = RequestOptions(temperature=0, seed=11, max_tokens=256)
+# The call gate may turn at most this share of right calls into text answers: a call
+# that is due is what tools are for. Below that it turns down all the unwanted calls it can.
+KEEP_RIGHT_CALLS = 0.9
 # Where no call is due and the track cannot stop at the answer's opening, this many tokens
 # show whether it calls (a call cut short still counts as one).
 QUIET_TOKENS = 48
@@ -295,20 +297,26 @@ def score(answers: Sequence[Answer], bar: float) -> float:
 
 
 def choose_bar(answers: Sequence[Answer]) -> float:
-    """The bar that scores best, placed in the middle of the widest gap between the odds
-    seen among the best bars' cuts (the widest margin; 0 when no bar helps)."""
-    odds = sorted({a.odds for a in answers if a.odds is not None})
-    if not odds:
+    """The highest bar that still keeps KEEP_RIGHT_CALLS of the right calls: it turns down
+    as many unwanted calls as it can at that price. Placed midway between the lowest right
+    call kept and the next lower odds seen; 0 when it would turn no unwanted call down.
+
+    Measured and dropped: the bar with the best balanced accuracy. Calibration's questions
+    where no call is due split into chit-chat (prose, or low odds) and requests whose tool
+    is withheld (odds as high as a due call's); that bar settled under the first group
+    and moved with the questions drawn (0.51-0.94 where the best bars were 0.90 and
+    0.955; bench/accuracy.py --calibrated)."""
+    right = sorted(a.odds for a in answers if a.due and a.right and a.odds is not None)
+    unwanted = [a.odds for a in answers if not a.due and a.called and a.odds is not None]
+    if not right or not unwanted:
         return 0.0
-    cuts = [(0.0, odds[0])]  # each cut: the gap (below, above) a bar inside it falls in
-    cuts += list(itertools.pairwise(odds))
-    cuts.append((odds[-1], 1.0))
-    best = max(score(answers, (low + high) / 2) for low, high in cuts)
-    ties = [(low, high) for low, high in cuts if score(answers, (low + high) / 2) == best]
-    if (0.0, odds[0]) in ties:
-        return 0.0  # no bar is as good as any: the model's own choice stands
-    low, high = max(ties, key=lambda cut: cut[1] - cut[0])
-    return round((low + high) / 2, 3)
+    lost = math.floor(len(right) * (1 - KEEP_RIGHT_CALLS) + 1e-9)  # right calls it may cost
+    lowest_kept = right[lost]
+    below = [a.odds for a in answers if a.odds is not None and a.odds < lowest_kept]
+    bar = (max(below) + lowest_kept) / 2 if below else 0.0
+    if not any(odds < bar for odds in unwanted):
+        return 0.0  # it would turn down nothing unwanted: the model's own choice stands
+    return round(bar, 3)
 
 
 # --- the result: a reliability card --------------------------------------------------------

@@ -97,8 +97,19 @@ def test_the_bar_separates_the_odds_of_due_calls_from_the_rest() -> None:
     assert score(answers, bar) == 1.0 and score(answers, 0.0) == 0.5
 
 
-def test_the_widest_gap_wins_a_tie_and_a_useless_bar_is_none() -> None:
-    # Every bar between 0.5 and 0.9 scores the same; the middle of the widest gap is kept.
+def test_the_bar_may_cost_a_tenth_of_the_right_calls_and_no_more() -> None:
+    """Twenty right calls: the bar may pass over the two least sure of them to turn down
+    the unwanted calls below, never a third."""
+    right = [answer(True, p) for p in (0.55, 0.6, 0.7, *([0.95] * 17))]
+    unwanted = [answer(False, p) for p in (0.5, 0.58, 0.65, 0.9)]
+    assert choose_bar(right + unwanted) == pytest.approx(0.675)  # between 0.65 and 0.7
+    assert sum(a.right_at(0.675) for a in right) == 18
+    # Wrong calls do not count as calls to keep.
+    wrong = [answer(True, 0.3, right=False)] * 5
+    assert choose_bar(right + unwanted + wrong) == pytest.approx(0.675)
+
+
+def test_the_midpoint_below_the_lowest_kept_call_and_a_useless_bar_is_none() -> None:
     answers = [answer(True, 0.9), answer(True, 0.95), answer(False, 0.5), answer(False, 0.55)]
     assert choose_bar(answers) == pytest.approx(0.725)
     # Equally sure everywhere: no bar does better than none.
