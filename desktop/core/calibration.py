@@ -109,12 +109,8 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
     for (one, first), (two, second) in zip(examples[::2], examples[1::2], strict=False):
         # Deep in a conversation: asked after a turn with a call and its result, and one of
         # chit-chat (models call less surely there).
-        earlier = ToolCall("earlier", two.name, dict(second.arguments))
         before = (
-            Message.user(second.prompt),
-            Message.assistant("", [earlier]),
-            Message.tool(earlier.id, two.name, '{"ok": true, "result": "done"}'),
-            Message.assistant("Done."),
+            *_a_turn_with_a_call(two, second),
             Message.user(CHIT_CHAT[len(due) % len(CHIT_CHAT)]),
             Message.assistant("Sure, here you go."),
         )
@@ -139,14 +135,7 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
         about = tool.name.replace("_", " ").replace("-", " ")
         question = Message.user(f"In a sentence: what is {about} good for?")
         quiet.append(Case("near-miss", (question,), a_few(tool)))
-        call = ToolCall("calibration", tool.name, dict(example.arguments))
-        conversation = (
-            Message.user(example.prompt),
-            Message.assistant("", [call]),
-            Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
-            Message.assistant("Done."),
-            Message.user("Thanks! Did it work?"),
-        )
+        conversation = (*_a_turn_with_a_call(tool, example), Message.user("Thanks! Did it work?"))
         quiet.append(Case("answered", conversation, a_few(tool)))
     rng.shuffle(due)
     rng.shuffle(quiet)
@@ -154,6 +143,17 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
     chosen = _by_kind(due, MAX_CASES - quiet_count) + _by_kind(quiet, quiet_count)
     rng.shuffle(chosen)
     return chosen
+
+
+def _a_turn_with_a_call(tool: Tool, example: Example) -> tuple[Message, ...]:
+    """An earlier turn: the example's request, its call, a result, a short answer."""
+    call = ToolCall("earlier", tool.name, dict(example.arguments))
+    return (
+        Message.user(example.prompt),
+        Message.assistant("", [call]),
+        Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
+        Message.assistant("Done."),
+    )
 
 
 def _by_kind(cases: list[Case], count: int) -> list[Case]:
