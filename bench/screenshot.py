@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_API", "pyside6")
 
@@ -37,7 +40,10 @@ async def wait_for(condition: object, timeout_s: float, what: str) -> None:
         await asyncio.sleep(0.1)
 
 
-async def shoot(out: Path) -> None:
+@contextlib.asynccontextmanager
+async def real_app(**settings: object) -> AsyncIterator[tuple[Any, Any, Any]]:
+    """The real window over a fresh data folder, talking to the bundled model on a real
+    llama-server; everything stopped after."""
     from PySide6.QtWidgets import QApplication
 
     from desktop.core.runtime import LlamaServer, ensure_bundled_model
@@ -49,11 +55,20 @@ async def shoot(out: Path) -> None:
     server = LlamaServer(model=ensure_bundled_model(), threads=2)
     await server.start()
     folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
-    (folder / "settings.json").write_text(
-        json.dumps({"backend": "llamacpp", "url": server.base_url, "temperature": 0})
-    )
+    chosen = {"backend": "llamacpp", "url": server.base_url, "temperature": 0, **settings}
+    (folder / "settings.json").write_text(json.dumps(chosen))
     window, controller, session, _ = build(folder)
     try:
+        yield window, controller, session
+    finally:
+        await controller.shutdown()
+        await session.close()
+        server.stop()
+        window.close()
+
+
+async def shoot(out: Path) -> None:
+    async with real_app() as (window, controller, session):
         window.resize(1280, 820)
         window.show()
         controller.reconnect()
@@ -77,46 +92,22 @@ async def shoot(out: Path) -> None:
         await asyncio.sleep(0.3)
         window.grab().save(str(out / "inspector.png"))
         print(f"saved {out / 'chat.png'} and {out / 'inspector.png'}")
-    finally:
-        await controller.shutdown()
-        await session.close()
-        server.stop()
-        window.close()
 
 
 async def shoot_calibration(out: Path) -> None:
-    from PySide6.QtWidgets import QApplication, QTabWidget
+    from PySide6.QtWidgets import QTabWidget
 
-    from desktop.core.runtime import LlamaServer, ensure_bundled_model
-    from desktop.ui.app import build, resource
     from desktop.ui.settings_dialog import SettingsDialog
 
     sys.path.insert(0, str(Path(__file__).parent))
     from accuracy import DEFAULT_CASES, tools_of
 
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    app.setStyleSheet(resource("styles", "app.qss").read_text(encoding="utf-8"))
-    server = LlamaServer(model=ensure_bundled_model(), threads=2)
-    await server.start()
-    folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
-    (folder / "settings.json").write_text(
-        json.dumps(
-            {
-                "backend": "llamacpp",
-                "url": server.base_url,
-                "temperature": 0,
-                "show_inspector": True,
-            }
-        )
-    )
-    window, controller, session, _ = build(folder)
     cases = [json.loads(line) for line in DEFAULT_CASES.read_text().splitlines()[:60]]
     extra = {t.name: t for case in cases for t in tools_of(case)[0]}
-    session.extra_tools = list(extra.values())[:40]
-    session.apply_settings(session.settings)
     out.mkdir(parents=True, exist_ok=True)
-    try:
+    async with real_app(show_inspector=True) as (window, controller, session):
+        session.extra_tools = list(extra.values())[:40]
+        session.apply_settings(session.settings)
         window.resize(1400, 820)
         window.show()
         controller.reconnect()
@@ -145,11 +136,6 @@ async def shoot_calibration(out: Path) -> None:
         await asyncio.sleep(0.3)
         window.grab().save(str(out / "tool-selection.png"))
         print(f"saved calibrating.png, reliability-card.png, tool-selection.png in {out}")
-    finally:
-        await controller.shutdown()
-        await session.close()
-        server.stop()
-        window.close()
 
 
 def shoot_data_folder(out: Path) -> None:
