@@ -51,14 +51,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from desktop.core.backends import CapabilityCache, make_provider, on_track
 from desktop.core.calibration import Calibration, Calibrator
 from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
+from desktop.core.providers.probing import CapabilityCache
+from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
-from desktop.core.tool_selection import offer_for
-from desktop.core.tools import Example, Tool
+from desktop.core.tools.selection import offer_for
+from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tracks import on_track
 
 DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]

@@ -107,8 +107,8 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
 def open_long_conversation(messages: int) -> float:
     from PySide6.QtWidgets import QApplication
 
-    from desktop.core.builtins.charts import render_chart
     from desktop.core.messages import Image, Message, ToolCall
+    from desktop.core.tools.builtin.charts import render_chart
     from desktop.ui.app import build
 
     app = QApplication.instance()

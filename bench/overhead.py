@@ -17,13 +17,14 @@ import time
 
 import httpx
 
-from desktop.core.backends import make_provider, on_track
 from desktop.core.events import TextDelta, Usage
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
+from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
-from desktop.core.tools import Toolbox
+from desktop.core.tools.toolbox import Toolbox
+from desktop.core.tracks import on_track
 
 PROMPT = "Write a long story about a lighthouse keeper, in plain prose."
 

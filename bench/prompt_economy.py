@@ -19,8 +19,6 @@ import json
 
 import httpx
 
-from desktop.core.backends import make_provider, on_track
-from desktop.core.builtins import builtin_tools
 from desktop.core.emulation import (
     TOOL_PROMPT_HEAD,
     ConstrainedTools,
@@ -30,9 +28,12 @@ from desktop.core.emulation import (
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions, UsageReport
+from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
-from desktop.core.tools import Toolbox
-from desktop.core.trace import TracingProvider
+from desktop.core.tools.builtin import builtin_tools
+from desktop.core.tools.toolbox import Toolbox
+from desktop.core.tracing import TracingProvider
+from desktop.core.tracks import on_track
 
 
 def verbose_rendering(tools: list) -> str:  # type: ignore[type-arg]

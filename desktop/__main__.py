@@ -9,7 +9,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] in (["run"], ["calibrate"], ["-h"], ["--help"]):
         # The headless path never imports Qt.
-        from desktop.core.cli import main as cli_main
+        from desktop.cli import main as cli_main
 
         return cli_main(args)
     try:

@@ -24,7 +24,7 @@ from desktop.core.providers.base import (
     TokenOdds,
     UsageReport,
 )
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 
 @dataclass

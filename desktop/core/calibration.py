@@ -35,7 +35,7 @@ import jsonschema
 from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
-from desktop.core.tools import Example, Tool
+from desktop.core.tools.toolbox import Example, Tool
 
 CaseKind = Literal["call", "calls", "distracted", "later", "unfit", "chat", "near-miss", "answered"]
 TrackName = Literal["constrained", "emulated", "native"]

@@ -31,7 +31,7 @@ from desktop.core.providers.base import (
     split_calls,
 )
 from desktop.core.thinking import ThinkSplitter, strip_thinking
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 TOOL_PROMPT_HEAD = """\
 You can use tools. Use one only if it does exactly what the user asks for.

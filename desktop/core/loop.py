@@ -17,7 +17,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from desktop.core.dedupe import Deduplicator
 from desktop.core.events import (
     Event,
     RejectionStage,
@@ -43,7 +42,8 @@ from desktop.core.providers.base import (
     ThinkingChunk,
     UsageReport,
 )
-from desktop.core.tools import Approver, Outcome, Toolbox, limit_content, size_problem
+from desktop.core.tools.dedupe import Deduplicator
+from desktop.core.tools.toolbox import Approver, Outcome, Toolbox, limit_content, size_problem
 
 DEFAULT_MAX_TOOL_CALLS = 10
 # Ends a tool result with images, for a model that cannot see them.

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from desktop.core.paths import data_dir, legacy_model_dir
+from desktop.core.storage.paths import data_dir, legacy_model_dir
 
 BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"

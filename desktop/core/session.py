@@ -9,15 +9,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from desktop.core.backends import (
-    BACKENDS,
-    CapabilityCache,
-    ProbingProvider,
-    discover,
-    make_provider,
-    on_track,
-)
-from desktop.core.builtins import builtin_tools
 from desktop.core.calibration import (
     Calibration,
     CalibrationStore,
@@ -25,25 +16,30 @@ from desktop.core.calibration import (
     Progress,
     model_key,
 )
-from desktop.core.dedupe import Deduplicator
 from desktop.core.emulation import ConstrainedTools
 from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
-from desktop.core.mcp_tools import McpConfigError, McpServers, load_mcp_config
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, RequestOptions
+from desktop.core.providers.discovery import discover
+from desktop.core.providers.probing import CapabilityCache
+from desktop.core.providers.registry import BACKENDS, ProbingProvider, make_provider
 from desktop.core.runtime import (
     LlamaServer,
     RuntimeSetupError,
     bundled_model_available,
     ensure_bundled_model,
 )
-from desktop.core.secrets import SecretStore
-from desktop.core.settings import Settings
-from desktop.core.store import ChatStore
-from desktop.core.tool_selection import Offer, ToolSelector, every_tool, needs_selection
-from desktop.core.tools import Approver, Tool, Toolbox
-from desktop.core.trace import TracingProvider, TurnTrace
+from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.settings import Settings
+from desktop.core.tools.builtin import builtin_tools
+from desktop.core.tools.dedupe import Deduplicator
+from desktop.core.tools.mcp import McpConfigError, McpServers, load_mcp_config
+from desktop.core.tools.selection import Offer, ToolSelector, every_tool, needs_selection
+from desktop.core.tools.toolbox import Approver, Tool, Toolbox
+from desktop.core.tracing import TracingProvider, TurnTrace
+from desktop.core.tracks import on_track
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.core.calibration import CALIBRATIONS_FILE, CalibrationStore
 from desktop.core.messages import ToolCall
-from desktop.core.paths import DataFolderError, check_writable, data_dir, remember_data_dir
-from desktop.core.secrets import SecretStore
 from desktop.core.session import Connection, Session
-from desktop.core.settings import Settings, SettingsError, load_settings
-from desktop.core.store import ChatStore, set_aside
+from desktop.core.storage.chats import ChatStore, set_aside
+from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.paths import DataFolderError, check_writable, data_dir, remember_data_dir
+from desktop.core.storage.settings import Settings, SettingsError, load_settings
 from desktop.ui.controller import ChatController
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on
 from desktop.ui.main_window import MainWindow
@@ -193,7 +193,7 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
             tools[tool.name] = f"error: {outcome.error}" if outcome.error else "ok"
     report["tools"] = tools
     # Tool selection's libraries load only when many tools are offered: load them here.
-    from desktop.core.tool_selection import ToolSelector
+    from desktop.core.tools.selection import ToolSelector
 
     try:
         picked = ToolSelector(list(toolbox)).select("What is 23 times 19?").tools

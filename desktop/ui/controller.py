@@ -27,7 +27,7 @@ from desktop.core.events import (
 from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Connection, Session
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from desktop.core.paths import DataFolderError
+from desktop.core.storage.paths import DataFolderError
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.emulation import call_odds
-from desktop.core.trace import TurnTrace
+from desktop.core.tracing import TurnTrace
 
 VERDICTS = {
     "parse": "could not be parsed",

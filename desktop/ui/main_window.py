@@ -40,7 +40,7 @@ from desktop.core.events import ToolResult
 from desktop.core.messages import Image
 from desktop.core.runtime import bundled_model_available
 from desktop.core.session import Connection
-from desktop.core.settings import Settings, save_settings
+from desktop.core.storage.settings import Settings, save_settings
 from desktop.ui.chat_view import ChatView
 from desktop.ui.controller import ApprovalRequest, ChatController
 from desktop.ui.inspector import InspectorPanel

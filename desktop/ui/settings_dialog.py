@@ -28,13 +28,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.backends import BACKENDS, discover, make_provider
 from desktop.core.calibration import Calibration
 from desktop.core.providers.base import ProviderError
+from desktop.core.providers.discovery import discover
+from desktop.core.providers.registry import BACKENDS, make_provider
 from desktop.core.runtime import LlamaServer
-from desktop.core.secrets import SecretStore, keychain_available
-from desktop.core.settings import Settings
-from desktop.core.tools import Tool
+from desktop.core.storage.keychain import SecretStore, keychain_available
+from desktop.core.storage.settings import Settings
+from desktop.core.tools.toolbox import Tool
 
 BACKEND_CHOICES = [
     ("auto", "Find a running server"),

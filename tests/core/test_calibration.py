@@ -25,7 +25,7 @@ from desktop.core.calibration import (
     score,
 )
 from desktop.core.messages import ToolCall
-from desktop.core.tools import Example, Tool
+from desktop.core.tools.toolbox import Example, Tool
 from tests.fakes import Request, ScriptedProvider, Step
 
 

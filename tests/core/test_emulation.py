@@ -17,7 +17,7 @@ from desktop.core.emulation import (
 )
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Reply, RequestOptions, TextChunk, ThinkingChunk
-from desktop.core.tools import Example, Tool
+from desktop.core.tools.toolbox import Example, Tool
 from tests.fakes import ScriptedProvider, Step
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
@@ -745,7 +745,7 @@ def test_the_no_call_grammar_forbids_every_shape_of_a_call() -> None:
 async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
     from desktop.core.emulation import NO_CALL_GRAMMAR, NO_TOOLS_HINT, ConstrainedTools
     from desktop.core.loop import LoopSettings, run_turn
-    from desktop.core.tools import Toolbox
+    from desktop.core.tools.toolbox import Toolbox
 
     call = '{"name": "search", "arguments": {"query": "q"}}'
     provider = ScriptedProvider(

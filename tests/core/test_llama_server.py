@@ -12,13 +12,14 @@ from typing import Any
 import httpx
 import pytest
 
-from desktop.core.backends import make_provider, on_track
 from desktop.core.events import Event, TextDelta, ToolCallParsed, ToolResult, TurnFinished, Usage
 from desktop.core.loop import LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import RequestOptions
+from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
-from desktop.core.tools import Tool, Toolbox
+from desktop.core.tools.toolbox import Tool, Toolbox
+from desktop.core.tracks import on_track
 
 pytestmark = pytest.mark.server
 
@@ -210,7 +211,7 @@ OWN_WORDS = ("cannot see", "[The tool results", "[Result of", "Images from the t
 async def test_the_answer_after_each_built_in_tool_is_the_models_own(
     llama_server: LlamaServer, question: str
 ) -> None:
-    from desktop.core.builtins import builtin_tools
+    from desktop.core.tools.builtin import builtin_tools
 
     provider = make_provider("llamacpp", llama_server.base_url)
     active, _ = on_track(provider, "emulated")  # the app's default track, no vision
@@ -229,7 +230,7 @@ async def test_the_last_step_keeps_the_cached_prompt(llama_server: LlamaServer) 
     """One call allowed: the second step is the last, its tools withdrawn; it goes over
     the prompt the server has cached, and the grammar keeps any call out of it."""
     from desktop.core.emulation import ConstrainedTools
-    from desktop.core.trace import TracingProvider
+    from desktop.core.tracing import TracingProvider
 
     traced = TracingProvider(make_provider("llamacpp", llama_server.base_url))
     trace = traced.start_turn("emulated")
@@ -255,7 +256,7 @@ async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:
     """A short calibration over the real model with one tool: it answers every question,
     reads real odds, and says how it called."""
     from desktop.core.calibration import Calibrator
-    from desktop.core.tools import Example
+    from desktop.core.tools.toolbox import Example
 
     weather = Weather().tool
     examples = (Example("What's the weather in Paris?", {"city": "Paris"}),

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from desktop.core.dedupe import Deduplicator
 from desktop.core.emulation import EmulatedTools
 from desktop.core.events import (
     Event,
@@ -23,7 +22,8 @@ from desktop.core.events import (
 from desktop.core.loop import LoopSettings, complete_turn, parse_max_tool_calls, run_turn
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import BrokenCall, Capabilities, Provider
-from desktop.core.tools import Tool, Toolbox, ToolOutput
+from desktop.core.tools.dedupe import Deduplicator
+from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput
 from tests.fakes import Request, ScriptedProvider, Step
 from tests.images import JPEG, PNG
 
@@ -712,7 +712,7 @@ async def test_long_results_are_truncated_with_a_note() -> None:
 
 
 async def test_create_chart_end_to_end_the_png_goes_back_as_a_user_image() -> None:
-    from desktop.core.builtins.charts import CREATE_CHART
+    from desktop.core.tools.builtin.charts import CREATE_CHART
 
     call = '{"name": "create_chart", "arguments": {"type": "line", "title": "Temp", "labels": ["Mon", "Tue"], "values": [3, 5]}}'
     provider, inner = emulated(call, "It warms up.", vision=True)

@@ -9,18 +9,20 @@ from pathlib import Path
 import httpx
 import pytest
 
-from desktop.core.backends import CapabilityCache, discover, make_provider
 from desktop.core.events import TextDelta, TurnFailed
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
+from desktop.core.providers.discovery import discover
+from desktop.core.providers.probing import CapabilityCache
+from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import (
     LlamaServer,
     RuntimeSetupError,
     assemble,
     find_llama_server,
 )
-from desktop.core.tools import Toolbox
+from desktop.core.tools.toolbox import Toolbox
 
 
 def test_assemble_checks_the_sha256(tmp_path: Path) -> None:

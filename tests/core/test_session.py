@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from desktop.core import session as session_module
-from desktop.core.secrets import SecretStore
 from desktop.core.session import Session
-from desktop.core.settings import Settings
-from desktop.core.store import ChatStore
+from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.settings import Settings
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ async def test_a_killed_built_in_server_is_back_for_the_next_message(tmp_path: P
 
 
 async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None:
-    from tests.core.test_cli import PATH, content
+    from tests.test_cli import PATH, content
     from tests.replay_server import Canned, ReplayServer
 
     async with ReplayServer() as server:

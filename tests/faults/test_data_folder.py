@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from desktop.core.paths import DataFolderError
+from desktop.core.storage.paths import DataFolderError
 from desktop.ui.app import open_data
 from desktop.ui.data_folder_dialog import WayOn
-from tests.core.test_paths import unwritable
+from tests.core.storage.test_paths import unwritable
 
 
 def valid_db(folder: Path) -> Path:

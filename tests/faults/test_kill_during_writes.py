@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from desktop.core.settings import load_settings
-from desktop.core.store import ChatStore
+from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.settings import load_settings
 
 CHATS_WRITER = """
 import sys
 from pathlib import Path
 from desktop.core.messages import Image, Message
-from desktop.core.store import ChatStore
+from desktop.core.storage.chats import ChatStore
 store = ChatStore(Path(sys.argv[1]))
 chat = store.create_conversation(sys.argv[2])
 picture = Image(b"\\x89PNG" + bytes(range(256)) * 64, "image/png")  # bodies of 16 KB too
@@ -35,7 +35,7 @@ SETTINGS_WRITER = """
 import sys
 from dataclasses import replace
 from pathlib import Path
-from desktop.core.settings import Settings, save_settings
+from desktop.core.storage.settings import Settings, save_settings
 i = 0
 while True:
     save_settings(replace(Settings(), max_tool_calls=1 + i % 50, model="m" * (i % 4000)), Path(sys.argv[1]))
@@ -46,7 +46,7 @@ while True:
 WORKSPACE_WRITER = """
 import sys
 from pathlib import Path
-from desktop.core.builtins.workspace import Workspace
+from desktop.core.tools.builtin.workspace import Workspace
 workspace = Workspace(Path(sys.argv[1]))
 i = 0
 while True:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from desktop.core.mcp_tools import McpServerConfig, McpServers
 from desktop.core.messages import ToolCall
-from desktop.core.tools import Toolbox
-from tests.core.test_mcp_tools import SERVER
+from desktop.core.tools.mcp import McpServerConfig, McpServers
+from desktop.core.tools.toolbox import Toolbox
+from tests.core.tools.test_mcp import SERVER
 
 FAULTY = str(Path(__file__).resolve().parent.parent / "mcp_faulty_server.py")
 
@@ -93,7 +93,7 @@ async def test_the_cli_with_broken_servers_answers_and_exits_cleanly(tmp_path: P
     after ~190 library tracebacks on stderr."""
     import json
 
-    from tests.core.test_cli import PATH, content, run_cli
+    from tests.test_cli import PATH, content, run_cli
     from tests.replay_server import Canned, ReplayServer
 
     config = tmp_path / "mcp.json"

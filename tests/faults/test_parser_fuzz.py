@@ -17,7 +17,7 @@ from desktop.core.emulation import EmulatedTools, parse_answer
 from desktop.core.events import TurnFailed, TurnFinished
 from desktop.core.loop import LoopSettings, complete_turn
 from desktop.core.messages import Message
-from desktop.core.tools import Tool, Toolbox, validate_arguments
+from desktop.core.tools.toolbox import Tool, Toolbox, validate_arguments
 from tests.fakes import ScriptedProvider
 
 SCHEMA = {

@@ -25,7 +25,7 @@ from desktop.core.providers.koboldcpp import KoboldCppProvider
 from desktop.core.providers.llamacpp import LlamaCppProvider
 from desktop.core.providers.lmstudio import LMStudioProvider
 from desktop.core.providers.ollama import OllamaProvider
-from desktop.core.tools import Toolbox
+from desktop.core.tools.toolbox import Toolbox
 from tests.core.providers.test_koboldcpp import PROPS
 from tests.replay_server import Canned, ReplayServer
 

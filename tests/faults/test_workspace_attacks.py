@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from desktop.core.builtins.workspace import MAX_LISTED, MAX_READ_BYTES, MAX_SCANNED
 from desktop.core.messages import ToolCall
-from desktop.core.tools import Toolbox
-from tests.core.builtins.test_workspace import box, root, run
+from desktop.core.tools.builtin.workspace import MAX_LISTED, MAX_READ_BYTES, MAX_SCANNED
+from desktop.core.tools.toolbox import Toolbox
+from tests.core.tools.builtin.test_workspace import box, root, run
 
 __all__ = ["box", "root"]  # fixtures, used by name
 

@@ -11,10 +11,10 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from desktop.core.paths import DataFolderError
+from desktop.core.storage.paths import DataFolderError
 from desktop.ui.app import open_data
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on, problem_box
-from tests.core.test_paths import unwritable
+from tests.core.storage.test_paths import unwritable
 
 
 def damaged_folder(tmp_path: Path) -> Path:
@@ -90,7 +90,7 @@ def test_another_folder_is_used_and_remembered(
     (window, _c, session, _p), used = opened
     qtbot.addWidget(window)
     assert used == chosen and (chosen / "chats.db").is_file()
-    from desktop.core.paths import data_dir
+    from desktop.core.storage.paths import data_dir
 
     assert data_dir() == chosen  # the next start uses it too
     session.store.close()

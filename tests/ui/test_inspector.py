@@ -55,7 +55,7 @@ def test_the_bar_that_judged_a_call() -> None:
 
 
 def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]
-    from desktop.core.trace import TurnTrace
+    from desktop.core.tracing import TurnTrace
     from desktop.ui.inspector import InspectorPanel
 
     trace = TurnTrace(track="emulated", provider="scripted")

@@ -13,11 +13,11 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop.core.messages import ToolCall
-from desktop.core.secrets import SERVICE
+from desktop.core.storage.keychain import SERVICE
 from desktop.ui.chat_view import MessageBubble
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.tool_card import ImageThumb, ToolCard
-from tests.core.test_settings import MemoryKeyring
+from tests.core.storage.test_settings import MemoryKeyring
 from tests.fakes import Step
 from tests.ui.conftest import WindowFactory
 
@@ -132,7 +132,7 @@ def test_stop_cancels_the_answer(qtbot: Any, make_window: WindowFactory) -> None
 def test_the_cooldown_toggle_changes_what_the_loop_rejects(
     qtbot: Any, make_window: WindowFactory
 ) -> None:
-    from desktop.core.tools import Tool
+    from desktop.core.tools.toolbox import Tool
 
     calls: list[dict[str, Any]] = []
 
@@ -514,7 +514,7 @@ def test_tool_settings_trust_workspace_and_mcp(
 def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
     qtbot: Any, make_window: WindowFactory
 ) -> None:
-    from desktop.core.builtins import builtin_tools
+    from desktop.core.tools.builtin import builtin_tools
     from tests.core.test_calibration import sure_model
 
     model = sure_model(tools=builtin_tools(None))

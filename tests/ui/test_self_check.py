@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.test_cli import PATH, content
+from tests.test_cli import PATH, content
 from tests.replay_server import Canned, ReplayServer
 
 

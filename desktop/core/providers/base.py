@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from desktop.core.messages import Message, ToolCall, new_call_id
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 Track = Literal["auto", "native", "emulated"]
 

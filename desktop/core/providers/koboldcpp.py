@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 
-from desktop.core.chat_template import CHATML_STOP, render_prompt
 from desktop.core.messages import Message
 from desktop.core.providers.base import (
     Capabilities,
@@ -33,6 +32,7 @@ from desktop.core.providers.base import (
     RequestOptions,
     TextChunk,
 )
+from desktop.core.providers.chat_template import CHATML_STOP, render_prompt
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,
     PROBE_TIMEOUT,
@@ -44,7 +44,7 @@ from desktop.core.providers.http import (
     wire_text,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 DEFAULT_MAX_LENGTH = 1024
 # One generation at a time: a second request gets 503 "busy" before it starts, so retrying

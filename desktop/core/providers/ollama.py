@@ -42,7 +42,7 @@ from desktop.core.providers.http import (
     wire_object,
     wire_text,
 )
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 DEFAULT_NUM_CTX = 8192
 # Warn when the prompt takes this share of the context window.

@@ -44,7 +44,7 @@ from desktop.core.providers.http import (
     wire_object,
     wire_text,
 )
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 # llama.cpp answers 503 while it loads the model: nothing was generated, so waiting is safe.
 LOADING_RETRIES = (1.0, 2.0, 4.0, 8.0)

@@ -12,7 +12,7 @@ from desktop.core.providers.base import (
     RequestOptions,
     TextChunk,
 )
-from desktop.core.tools import Tool
+from desktop.core.tools.toolbox import Tool
 
 
 async def noop(arguments: dict[str, Any]) -> str:

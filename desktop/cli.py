@@ -1,0 +1,314 @@
+"""Headless use: `python -m desktop run --provider KIND --url URL --model NAME PROMPT`, and
+`python -m desktop calibrate --provider KIND ...` to measure how a model calls tools.
+
+With `--events jsonl` every event is printed as one JSON object per line on stdout;
+otherwise the answer streams to stdout and tool activity goes to stderr. The exit code is
+0 when the turn finishes, 1 when it fails, 2 for bad arguments, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, TextIO
+
+from desktop.core.calibration import CALIBRATIONS_FILE, CalibrationStore, Calibrator, model_key
+from desktop.core.events import (
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    TurnFailed,
+    TurnFinished,
+    TurnWarning,
+    event_to_dict,
+)
+from desktop.core.loop import LoopSettings, parse_max_tool_calls, run_turn
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import ProviderError, RequestOptions
+from desktop.core.providers.probing import CapabilityCache
+from desktop.core.providers.registry import BACKENDS, make_provider
+from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.storage.paths import data_dir
+from desktop.core.tools.builtin import builtin_tools
+from desktop.core.tools.dedupe import Deduplicator
+from desktop.core.tools.mcp import McpServers, load_mcp_config
+from desktop.core.tools.toolbox import Approver, Tool, Toolbox
+from desktop.core.tracks import prepare
+
+
+def declared_tools(path: Path) -> list[Tool]:
+    """Tools from a JSON list of OpenAI-style function definitions.
+
+    Declared tools do nothing but report the call: `{"ok": true, "arguments": ...}`.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read tools file {path}: {exc}") from exc
+    if not isinstance(raw, list):
+        raise ValueError(f"tools file {path} must hold a JSON list of function definitions")
+    tools = []
+    for entry in raw:
+        spec = entry.get("function", entry) if isinstance(entry, dict) else None
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise ValueError(f"tools file {path}: each entry needs a function name: {entry!r}")
+
+        async def report(arguments: dict[str, Any]) -> dict[str, Any]:
+            return {"ok": True, "arguments": arguments}
+
+        tools.append(
+            Tool(
+                name=spec["name"],
+                description=str(spec.get("description", "")),
+                parameters=spec.get("parameters") or {"type": "object", "properties": {}},
+                handler=report,
+            )
+        )
+    return tools
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m desktop", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run one turn headless and print its answer or events")
+    run.add_argument("--provider", required=True, choices=sorted(BACKENDS), metavar="KIND",
+                     help=f"backend kind: {', '.join(sorted(BACKENDS))}")  # fmt: skip
+    run.add_argument("--url", help="backend base URL (default: the backend's usual address)")
+    run.add_argument("--model", default="", help="model name, where the backend serves several")
+    run.add_argument("--track", choices=["auto", "native", "emulated"], default="emulated",
+                     help="tool calling: emulated (default), native, or auto")  # fmt: skip
+    run.add_argument("--tools-file", type=Path, help="JSON list of function definitions")
+    run.add_argument("--tools", default="", metavar="NAME,...",
+                     help="built-in and MCP tools to offer, by name, or 'all'")  # fmt: skip
+    run.add_argument("--workspace", type=Path, help="folder the file tools work in")
+    run.add_argument("--mcp-config", type=Path, help='MCP servers, as {"mcpServers": ...}')
+    run.add_argument("--approve", choices=["all", "none", "ask"], default="ask",
+                     help="tools that change things: run all, none, or ask (default)")  # fmt: skip
+    run.add_argument("--max-tool-calls", type=_max_tool_calls, default=10, metavar="N")
+    run.add_argument("--no-cooldown", action="store_true", help="turn tool cooldowns off")
+    run.add_argument("--events", choices=["jsonl"], help="print every event as JSON lines")
+    run.add_argument("--system", help="system prompt")
+    run.add_argument("--temperature", type=float)
+    run.add_argument("--seed", type=int)
+    run.add_argument("--max-tokens", type=int)
+    run.add_argument("--num-ctx", type=int, help="context size to ask for (Ollama)")
+    run.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
+                     help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
+    run.add_argument("prompt")
+    calibrate = commands.add_parser(
+        "calibrate", help="measure how a model calls tools; print and keep its reliability card"
+    )
+    calibrate.add_argument("--provider", required=True, choices=["builtin", *sorted(BACKENDS)],
+                           metavar="KIND", help="builtin, or a backend kind")  # fmt: skip
+    calibrate.add_argument("--url", help="backend base URL (default: the backend's usual address)")
+    calibrate.add_argument("--model", default="",
+                           help="model name; builtin: a GGUF file (default: bundled)")  # fmt: skip
+    calibrate.add_argument("--tools", default="all", metavar="NAME,...",
+                           help="built-in tools to calibrate with (default: all)")  # fmt: skip
+    calibrate.add_argument("--workspace", type=Path, help="folder the file tools work in")
+    calibrate.add_argument("--json", action="store_true", help="print the card as JSON")
+    calibrate.add_argument("--no-save", action="store_true",
+                           help="do not keep the result in the data folder")  # fmt: skip
+    calibrate.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
+                           help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
+    return parser
+
+
+def _max_tool_calls(text: str) -> int:
+    try:
+        return parse_max_tool_calls(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class HumanPrinter:
+    """The answer on stdout as it streams; tools and thinking on stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out, self.err = out, err
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+        elif isinstance(event, ThinkingDelta):
+            self.err.write(event.text)
+        elif isinstance(event, ToolCallParsed):
+            arguments = json.dumps(event.arguments, ensure_ascii=False)
+            self.err.write(f"\n[tool] {event.name}({arguments})\n")
+        elif isinstance(event, ToolRejected):
+            self.err.write(f"[rejected] {event.name}: {event.reason}\n")
+        elif isinstance(event, ToolResult):
+            status = f"error: {event.error}" if event.error else f"{event.duration_ms:.0f} ms"
+            self.err.write(f"[result] {event.name} ({status}): {event.content[:500]}\n")
+        elif isinstance(event, TurnFinished):
+            self.out.write("\n")
+
+
+def jsonl_printer(out: TextIO) -> Any:
+    def emit(event: Event) -> None:
+        out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+        out.flush()
+
+    return emit
+
+
+def choose_tools(available: list[Tool], wanted: str) -> list[Tool]:
+    """The tools named in `--tools` ("all" for every one); an unknown name is an error."""
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(available)
+    by_name = {t.name: t for t in available}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(
+            f"unknown tool(s): {', '.join(unknown)}; available: {', '.join(by_name) or 'none'}"
+        )
+    return [by_name[n] for n in names]
+
+
+def cli_approver(mode: str, err: TextIO) -> Approver:
+    """`all` runs every call, `none` declines them, `ask` asks on the terminal:
+    yes, always (for this tool, for this run), or no. No terminal: no."""
+    always: set[str] = set()
+
+    async def approve(call: ToolCall, tool: Tool) -> bool:
+        if mode != "ask":
+            return mode == "all"
+        if tool.name in always:
+            return True
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+        err.write(f"\nAllow {tool.name}({arguments})? [y]es, [a]lways, [N]o: ")
+        err.flush()
+        try:
+            answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+        except (OSError, ValueError):
+            answer = ""
+        if answer in ("a", "always"):
+            always.add(tool.name)
+            return True
+        return answer in ("y", "yes")
+
+    return approve
+
+
+async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tools = declared_tools(args.tools_file) if args.tools_file else []
+    servers = McpServers(load_mcp_config(args.mcp_config) if args.mcp_config else [])
+    for problem in await servers.start():
+        err.write(f"warning: {problem}\n")
+    try:
+        if args.tools:
+            available = builtin_tools(args.workspace) + servers.tools
+            tools += choose_tools(available, args.tools)
+        return await _run(args, tools, cli_approver(args.approve, err), out, err)
+    finally:
+        await servers.close()
+
+
+async def _run(
+    args: argparse.Namespace, tools: list[Tool], approver: Approver, out: TextIO, err: TextIO
+) -> int:
+    provider = make_provider(
+        args.provider, args.url, args.model, api_key=args.api_key, num_ctx=args.num_ctx
+    )
+    active, _track, probed = await prepare(provider, args.track, CapabilityCache())
+    if probed.error and args.track != "emulated":
+        err.write(f"warning: {probed.error}; using emulated tool calling\n")
+    conversation = [Message.system(args.system)] if args.system else []
+    conversation.append(Message.user(args.prompt))
+    settings = LoopSettings(
+        max_tool_calls=args.max_tool_calls,
+        options=RequestOptions(args.temperature, args.seed, args.max_tokens),
+    )
+    emit = jsonl_printer(out) if args.events == "jsonl" else HumanPrinter(out, err)
+    status = 1
+    try:
+        dedupe = Deduplicator(cooldown_enabled=not args.no_cooldown)
+        turn = run_turn(
+            active,
+            Toolbox(tools),
+            conversation,
+            settings=settings,
+            dedupe=dedupe,
+            approver=approver,
+        )
+        async with aclosing(turn) as events:
+            async for event in events:
+                emit(event)
+                if isinstance(event, TurnFinished):
+                    status = 0
+                elif isinstance(event, TurnFailed):
+                    err.write(f"error: {event.message}\n")
+                elif isinstance(event, TurnWarning) and args.events != "jsonl":
+                    err.write(f"warning: {event.message}\n")
+    finally:
+        await provider.aclose()
+    return status
+
+
+async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tools = choose_tools(builtin_tools(args.workspace), args.tools)
+    server: LlamaServer | None = None
+    file: Path | None = None
+    if args.provider == "builtin":
+        file = Path(args.model) if args.model else ensure_bundled_model()
+        server = LlamaServer(model=file)
+        await server.start()
+        provider = make_provider("llamacpp", server.base_url)
+    else:
+        provider = make_provider(args.provider, args.url, args.model, api_key=args.api_key)
+    try:
+        if not provider.model and (models := await provider.list_models()):
+            provider.model = models[0]
+        probed = await CapabilityCache().capabilities(provider)
+        provider.capabilities = probed.capabilities
+
+        def progress(done: int, total: int) -> None:
+            filled = done * 30 // total
+            err.write(f"\rcalibrating [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+            err.flush()
+
+        key = model_key(args.provider, provider.model, file)
+        calibrator = Calibrator(
+            provider, tools, key, native=probed.capabilities.native_tools, progress=progress
+        )
+        calibration = await calibrator.run()
+        err.write("\n")
+    except ProviderError as exc:
+        err.write(f"\nerror: {exc}\n")
+        return 1
+    finally:
+        await provider.aclose()
+        if server is not None:
+            server.stop()
+    if not args.no_save:
+        CalibrationStore(data_dir() / CALIBRATIONS_FILE).put(calibration)
+    if args.json:
+        out.write(json.dumps(calibration.to_dict(), indent=1) + "\n")
+    else:
+        out.write(f"Reliability card: {calibration.model}\n")
+        for label, value in calibration.card():
+            out.write(f"  {label}: {value}\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = calibrate_command if args.command == "calibrate" else run_command
+    try:
+        return asyncio.run(command(args, sys.stdout, sys.stderr))
+    except ValueError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return 130

@@ -1,0 +1,19 @@
+"""The tools that come with Loomchat; each module holds one tool or one family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from desktop.core.tools.builtin.calculator import CALCULATOR
+from desktop.core.tools.builtin.charts import CREATE_CHART
+from desktop.core.tools.builtin.clock import CURRENT_TIME
+from desktop.core.tools.builtin.workspace import Workspace, workspace_tools
+from desktop.core.tools.toolbox import Tool
+
+
+def builtin_tools(workspace: Path | None = None) -> list[Tool]:
+    """All built-in tools; the file tools only with a workspace folder to confine them to."""
+    tools = [CALCULATOR, CURRENT_TIME, CREATE_CHART]
+    if workspace is not None:
+        tools += workspace_tools(Workspace(workspace))
+    return tools

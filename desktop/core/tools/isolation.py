@@ -1,0 +1,110 @@
+"""Pure computation in a child process, so that a timeout or a stop really ends it.
+
+A thread cannot be stopped and CPU-bound work on the event loop freezes the app, but a
+child process can be killed. On POSIX the children come from a fork server started on
+first use, with the built-in tools' modules already imported: a call costs a fork, not a
+Python start-up. Cancelling the awaiting task (a tool's timeout, the user's Stop) kills
+the child at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import multiprocessing
+import multiprocessing.connection
+import sys
+from collections.abc import Callable
+from multiprocessing.context import ForkServerContext, SpawnContext
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
+
+# Imported once in the fork server, so that each child starts with them loaded.
+PRELOAD = [
+    "desktop.core.tools.builtin.calculator",
+    "desktop.core.tools.builtin.charts",
+    "desktop.core.tools.images",
+    "matplotlib.figure",
+    "PIL.Image",
+]
+
+
+class WorkerCrashed(RuntimeError):
+    """The child process ended without an answer (killed by the system, out of memory)."""
+
+
+@functools.cache
+def _context() -> ForkServerContext | SpawnContext:
+    # Never plain fork: the app has threads (Qt, httpx, keyring), and a forked copy of a
+    # threaded process can deadlock. The fork server is a fresh, single-threaded process.
+    if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
+        forkserver = multiprocessing.get_context("forkserver")
+        forkserver.set_forkserver_preload(PRELOAD)
+        return forkserver
+    return multiprocessing.get_context("spawn")
+
+
+def _child(sender: multiprocessing.connection.Connection, function: Any, args: Any) -> None:
+    try:
+        answer: tuple[bool, Any] = (True, function(*args))
+    except BaseException as exc:  # everything goes back to the parent, as data
+        answer = (False, exc)
+    try:
+        sender.send(answer)
+    except Exception as exc:  # an answer or exception that does not pickle
+        sender.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+async def run_isolated(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` in a child process; its exception is raised here. Cancelling the
+    call kills the child. `function` and its arguments must pickle (a module-level
+    function, plain data)."""
+    context = _context()
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(sender, function, args), daemon=True)
+    try:
+        # Starting may wait for the fork server to import its modules: not on the loop.
+        await _finish_even_if_cancelled(asyncio.to_thread(process.start))
+        sender.close()  # the child holds the only writer now: its death means EOF here
+        reading = asyncio.ensure_future(asyncio.to_thread(_receive, receiver))
+        try:
+            ok, value = await asyncio.shield(reading)
+        except asyncio.CancelledError:
+            _kill(process)  # the reading thread then gets EOF and ends
+            await asyncio.wait([reading])
+            if not reading.cancelled():
+                reading.exception()  # the child was ended on purpose: no answer expected
+            raise
+    finally:
+        if process.ident is not None:  # started: never left running, always reaped
+            _kill(process)
+            await asyncio.to_thread(process.join, 5)
+        sender.close()
+        receiver.close()
+    if ok:
+        return cast(T, value)
+    raise value
+
+
+async def _finish_even_if_cancelled(work: Any) -> None:
+    """Await `work` to its end; a cancellation is raised only after it has finished."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        raise
+
+
+def _receive(receiver: multiprocessing.connection.Connection) -> tuple[bool, Any]:
+    try:
+        answer = receiver.recv()
+    except (EOFError, OSError):
+        raise WorkerCrashed("the worker process stopped without an answer") from None
+    return cast(tuple[bool, Any], answer)
+
+
+def _kill(process: multiprocessing.process.BaseProcess) -> None:
+    if process.is_alive():
+        process.kill()

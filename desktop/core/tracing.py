@@ -1,0 +1,198 @@
+"""A record of each turn for the inspector: what went to the model, what came back, and
+what the loop made of it (parsed calls, verdicts, results). Exportable as JSON.
+
+`TracingProvider` wraps the backend's own provider, under any emulation, so the request
+it records is the one on the wire: with the emulated tool prompt, as the model saw it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from desktop.core.events import Event, TextDelta, ThinkingDelta, event_to_dict
+from desktop.core.messages import Image, Message
+from desktop.core.providers.base import (
+    Capabilities,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    TokenOdds,
+    UsageReport,
+)
+from desktop.core.tools.toolbox import Tool
+
+
+@dataclass
+class StepTrace:
+    step: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    options: dict[str, Any]
+    started: float = field(default_factory=time.time)
+    raw_output: str = ""
+    thinking: str = ""
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    phases: list[StepTrace] = field(default_factory=list)  # later requests of the step
+    # The first token's likeliest alternatives, when asked for (the call gate's probe).
+    token_odds: list[tuple[str, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "request": {"messages": self.messages, "tools": self.tools, "options": self.options},
+            "raw_output": self.raw_output,
+            "thinking": self.thinking,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+            "events": self.events,
+            "phases": [p.to_dict() for p in self.phases],
+            "token_odds": [[token, round(p, 4)] for token, p in self.token_odds],
+        }
+
+
+@dataclass
+class TurnTrace:
+    track: str
+    provider: str
+    steps: list[StepTrace] = field(default_factory=list)
+    outcome: dict[str, Any] | None = None
+    # Which tools the turn offered and why, when it offered a selection of them.
+    offer: dict[str, Any] | None = None
+    # The call gate's bar for this turn and where it came from: {"bar", "source"}.
+    gate: dict[str, Any] | None = None
+
+    def record(self, event: Event) -> None:
+        """Attach a loop event to its step. Text deltas are left out (the raw output has
+        them); thinking is collected here, where both tracks have split it out."""
+        if isinstance(event, ThinkingDelta):
+            if 0 <= event.step < len(self.steps):
+                self.steps[event.step].thinking += event.text
+            return
+        if isinstance(event, TextDelta):
+            return
+        if event.kind in ("turn_finished", "turn_failed"):
+            self.outcome = event_to_dict(event)
+            return
+        if 0 <= event.step < len(self.steps):
+            self.steps[event.step].events.append(event_to_dict(event))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "track": self.track,
+            "provider": self.provider,
+            "steps": [s.to_dict() for s in self.steps],
+            "outcome": self.outcome,
+            "offer": self.offer,
+            "gate": self.gate,
+        }
+
+
+def _options_for_trace(options: RequestOptions) -> dict[str, Any]:
+    shown = {k: v for k, v in vars(options).items() if v is not None and v != ()}
+    if options.withdrawn_tools:  # kept in the prompt, named here
+        shown["withdrawn_tools"] = [t.name for t in options.withdrawn_tools]
+    return shown
+
+
+def _message_for_trace(message: Message) -> dict[str, Any]:
+    raw = message.to_dict()
+    raw.pop("meta", None)
+    raw["parts"] = [
+        {"kind": "image", "mime": part.mime, "bytes": len(part.data)}  # the size, not the data
+        if isinstance(part, Image)
+        else part.to_dict()
+        for part in message.parts
+    ]
+    return raw
+
+
+class TracingProvider:
+    """Passes everything through, and records each request and its raw answer."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+        self.trace = TurnTrace(track="", provider=inner.label)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    @property
+    def constrains_json(self) -> bool:
+        return bool(getattr(self.inner, "constrains_json", False))
+
+    @property
+    def reports_token_odds(self) -> bool:
+        return bool(getattr(self.inner, "reports_token_odds", False))
+
+    @property
+    def takes_grammar(self) -> bool:
+        return bool(getattr(self.inner, "takes_grammar", False))
+
+    def start_turn(self, track: str) -> TurnTrace:
+        self.trace = TurnTrace(track=track, provider=self.inner.label)
+        return self.trace
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        step = StepTrace(
+            step=len(self.trace.steps),
+            messages=[_message_for_trace(m) for m in messages],
+            tools=[t.wire_definition() for t in tools],
+            options=_options_for_trace(options),
+        )
+        if options.phase and self.trace.steps:
+            # A later part of the step before (see ConstrainedTools): a sub-request.
+            parent = self.trace.steps[-1]
+            step.step = parent.step
+            parent.phases.append(step)
+        else:
+            self.trace.steps.append(step)
+        began = time.perf_counter()
+        seen: list[str] = []  # the text so far, for a generation stopped before its end
+        try:
+            async with aclosing(self.inner.stream(messages, tools, options)) as stream:
+                async for event in stream:
+                    if isinstance(event, TextChunk):
+                        seen.append(event.text)
+                    if isinstance(event, TokenOdds) and not step.token_odds:
+                        step.token_odds = list(event.alternatives)
+                    if isinstance(event, UsageReport):
+                        step.usage = {
+                            "prompt_tokens": event.prompt_tokens,
+                            "completion_tokens": event.completion_tokens,
+                        }
+                        if event.cached_tokens is not None:
+                            step.usage["cached_tokens"] = event.cached_tokens
+                    elif isinstance(event, Reply):
+                        step.raw_output = event.raw or event.text
+                        step.finish_reason = event.finish_reason
+                    yield event
+        except ProviderError as exc:
+            step.error = str(exc)
+            raise
+        finally:
+            if not step.raw_output and seen:
+                step.raw_output = "".join(seen) + "  [generation stopped here]"
+            step.duration_ms = round((time.perf_counter() - began) * 1000, 1)
