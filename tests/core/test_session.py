@@ -85,8 +85,8 @@ async def test_a_killed_built_in_server_is_back_for_the_next_message(tmp_path: P
 
 
 async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None:
-    from tests.test_cli import PATH, content
     from tests.replay_server import Canned, ReplayServer
+    from tests.test_cli import PATH, content
 
     async with ReplayServer() as server:
         server.route("GET", "/v1/models", Canned.json({"object": "list",

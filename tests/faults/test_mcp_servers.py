@@ -93,8 +93,8 @@ async def test_the_cli_with_broken_servers_answers_and_exits_cleanly(tmp_path: P
     after ~190 library tracebacks on stderr."""
     import json
 
-    from tests.test_cli import PATH, content, run_cli
     from tests.replay_server import Canned, ReplayServer
+    from tests.test_cli import PATH, content, run_cli
 
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import PATH, content
 from tests.replay_server import Canned, ReplayServer
+from tests.test_cli import PATH, content
 
 
 async def self_check(data: Path, url: str, **settings: object) -> tuple[int, dict[str, object]]:
