@@ -52,7 +52,6 @@ from pathlib import Path
 from typing import Any
 
 from desktop.core.calibration import Calibration, Calibrator
-from desktop.core.emulation import ConstrainedTools, EmulatedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.providers.probing import CapabilityCache
@@ -60,7 +59,10 @@ from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tools.selection import offer_for
 from desktop.core.tools.toolbox import Example, Tool
-from desktop.core.tracks import on_track
+from desktop.core.tracks.choice import on_track
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.emulated import EmulatedTools
+from desktop.core.tracks.native import NativeTools
 
 DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]

@@ -24,7 +24,7 @@ from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tools.toolbox import Toolbox
-from desktop.core.tracks import on_track
+from desktop.core.tracks.choice import on_track
 
 PROMPT = "Write a long story about a lighthouse keeper, in plain prose."
 

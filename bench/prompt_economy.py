@@ -19,12 +19,6 @@ import json
 
 import httpx
 
-from desktop.core.emulation import (
-    TOOL_PROMPT_HEAD,
-    ConstrainedTools,
-    emulated_history,
-    render_tool_prompt,
-)
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions, UsageReport
@@ -33,7 +27,9 @@ from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.toolbox import Toolbox
 from desktop.core.tracing import TracingProvider
-from desktop.core.tracks import on_track
+from desktop.core.tracks.choice import on_track
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.prompt import TOOL_PROMPT_HEAD, emulated_history, render_tool_prompt
 
 
 def verbose_rendering(tools: list) -> str:  # type: ignore[type-arg]

@@ -41,7 +41,7 @@ from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.mcp import McpServers, load_mcp_config
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
-from desktop.core.tracks import prepare
+from desktop.core.tracks.choice import prepare
 
 
 def declared_tools(path: Path) -> list[Tool]:

@@ -15,6 +15,7 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import (
     BrokenCall,
     Capabilities,
+    Features,
     ProviderError,
     ProviderEvent,
     Reply,
@@ -62,6 +63,10 @@ class ScriptedProvider:
     closed_early: int = 0  # streams the consumer stopped reading before the end
     reports_token_odds: bool = False  # pretend the backend sends token odds
     takes_grammar: bool = False  # pretend the backend takes a GBNF grammar
+
+    @property
+    def features(self) -> Features:
+        return Features(self.constrains_json, self.reports_token_odds, self.takes_grammar)
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions

@@ -32,10 +32,11 @@ from typing import Any, Literal
 
 import jsonschema
 
-from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.native import NativeTools
 
 CaseKind = Literal["call", "calls", "distracted", "later", "unfit", "chat", "near-miss", "answered"]
 TrackName = Literal["constrained", "emulated", "native"]
@@ -486,7 +487,7 @@ class Calibrator:
         due = [c for c in self.cases if c.due]
         quiet = [c for c in self.cases if not c.due]
         few = due[:FULL_ANSWERS] + quiet[:FULL_ANSWERS]
-        gated = bool(getattr(self.provider, "constrains_json", False))
+        gated = self.provider.features.constrains_json
         first: TrackName = "constrained" if gated else "emulated"
         track = ConstrainedTools(self.provider)
         plan: list[tuple[TrackName, str, Case]] = []

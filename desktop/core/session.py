@@ -16,7 +16,6 @@ from desktop.core.calibration import (
     Progress,
     model_key,
 )
-from desktop.core.emulation import ConstrainedTools
 from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, ToolCall
@@ -39,7 +38,8 @@ from desktop.core.tools.mcp import McpConfigError, McpServers, load_mcp_config
 from desktop.core.tools.selection import Offer, ToolSelector, every_tool, needs_selection
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TracingProvider, TurnTrace
-from desktop.core.tracks import on_track
+from desktop.core.tracks.choice import on_track
+from desktop.core.tracks.constrained import ConstrainedTools
 
 
 @dataclass(frozen=True)

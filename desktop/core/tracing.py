@@ -16,10 +16,10 @@ from typing import Any
 from desktop.core.events import Event, TextDelta, ThinkingDelta, event_to_dict
 from desktop.core.messages import Image, Message
 from desktop.core.providers.base import (
-    Capabilities,
     Provider,
     ProviderError,
     ProviderEvent,
+    ProviderWrapper,
     Reply,
     RequestOptions,
     TextChunk,
@@ -119,32 +119,12 @@ def _message_for_trace(message: Message) -> dict[str, Any]:
     return raw
 
 
-class TracingProvider:
+class TracingProvider(ProviderWrapper):
     """Passes everything through, and records each request and its raw answer."""
 
     def __init__(self, inner: Provider) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.trace = TurnTrace(track="", provider=inner.label)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.inner.capabilities
-
-    @property
-    def label(self) -> str:
-        return self.inner.label
-
-    @property
-    def constrains_json(self) -> bool:
-        return bool(getattr(self.inner, "constrains_json", False))
-
-    @property
-    def reports_token_odds(self) -> bool:
-        return bool(getattr(self.inner, "reports_token_odds", False))
-
-    @property
-    def takes_grammar(self) -> bool:
-        return bool(getattr(self.inner, "takes_grammar", False))
 
     def start_turn(self, track: str) -> TurnTrace:
         self.trace = TurnTrace(track=track, provider=self.inner.label)

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.emulation import call_odds
 from desktop.core.tracing import TurnTrace
+from desktop.core.tracks.constrained import call_odds
 
 VERDICTS = {
     "parse": "could not be parsed",

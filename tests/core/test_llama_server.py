@@ -19,7 +19,7 @@ from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
 from desktop.core.tools.toolbox import Tool, Toolbox
-from desktop.core.tracks import on_track
+from desktop.core.tracks.choice import on_track
 
 pytestmark = pytest.mark.server
 
@@ -89,8 +89,9 @@ async def test_the_server_reports_how_sure_the_model_is_of_a_call(
 ) -> None:
     """The one-token probe behind the call gate: real odds, and a weather question to a
     weather tool opens with a call the model is sure of."""
-    from desktop.core.emulation import ConstrainedTools, emulated_history
     from desktop.core.providers.base import TokenOdds
+    from desktop.core.tracks.constrained import ConstrainedTools
+    from desktop.core.tracks.prompt import emulated_history
 
     provider = make_provider("llamacpp", llama_server.base_url)
     probe = RequestOptions(temperature=0, seed=42, max_tokens=1, top_logprobs=5)
@@ -229,8 +230,8 @@ async def test_the_answer_after_each_built_in_tool_is_the_models_own(
 async def test_the_last_step_keeps_the_cached_prompt(llama_server: LlamaServer) -> None:
     """One call allowed: the second step is the last, its tools withdrawn; it goes over
     the prompt the server has cached, and the grammar keeps any call out of it."""
-    from desktop.core.emulation import ConstrainedTools
     from desktop.core.tracing import TracingProvider
+    from desktop.core.tracks.constrained import ConstrainedTools
 
     traced = TracingProvider(make_provider("llamacpp", llama_server.base_url))
     trace = traced.start_turn("emulated")

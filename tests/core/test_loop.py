@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from desktop.core.emulation import EmulatedTools
 from desktop.core.events import (
     Event,
     TextDelta,
@@ -24,6 +23,7 @@ from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import BrokenCall, Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput
+from desktop.core.tracks.emulated import EmulatedTools
 from tests.fakes import Request, ScriptedProvider, Step
 from tests.images import JPEG, PNG
 

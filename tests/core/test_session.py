@@ -109,7 +109,7 @@ async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None
 
 async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path) -> None:
     from desktop.core.calibration import CalibrationStore
-    from desktop.core.emulation import ConstrainedTools
+    from desktop.core.tracks.constrained import ConstrainedTools
     from tests.core.test_calibration import TOOLS, sure_model
 
     store = ChatStore(tmp_path / "chats.db")

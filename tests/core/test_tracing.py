@@ -4,11 +4,11 @@ import json
 from typing import Any
 
 from desktop.core.calibration import Calibration, TrackScore
-from desktop.core.emulation import EmulatedTools
 from desktop.core.loop import run_turn
 from desktop.core.messages import Image, Message
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracing import TracingProvider
+from desktop.core.tracks.emulated import EmulatedTools
 from tests.fakes import ScriptedProvider, Step
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 30
@@ -67,8 +67,8 @@ async def test_the_trace_holds_the_wire_request_raw_output_and_verdicts() -> Non
 
 
 async def test_the_constrained_phase_is_part_of_its_step() -> None:
-    from desktop.core.emulation import ConstrainedTools
-    from desktop.core.tracks import on_track
+    from desktop.core.tracks.choice import on_track
+    from desktop.core.tracks.constrained import ConstrainedTools
 
     raw_call = '{"name": "search", "arguments": {"q": "rust"}}'
     inner = ScriptedProvider(
@@ -103,7 +103,7 @@ def calibrated(bar: float, track: str = "constrained") -> Calibration:
 
 
 async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() -> None:
-    from desktop.core.tracks import on_track
+    from desktop.core.tracks.choice import on_track
 
     inner = ScriptedProvider(
         [

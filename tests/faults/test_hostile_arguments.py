@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from desktop.core.emulation import EmulatedTools
 from desktop.core.events import ToolResult, TurnFailed, TurnFinished, event_to_dict
 from desktop.core.loop import run_turn
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.toolbox import Tool, Toolbox, validate_arguments
+from desktop.core.tracks.emulated import EmulatedTools
 from tests.fakes import ScriptedProvider, Step
 
 

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desktop.core.emulation import EmulatedTools, parse_answer
 from desktop.core.events import TurnFailed, TurnFinished
 from desktop.core.loop import LoopSettings, complete_turn
 from desktop.core.messages import Message
 from desktop.core.tools.toolbox import Tool, Toolbox, validate_arguments
+from desktop.core.tracks.emulated import EmulatedTools
+from desktop.core.tracks.parse import parse_answer
 from tests.fakes import ScriptedProvider
 
 SCHEMA = {

@@ -25,6 +25,16 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Features:
+    """What a backend's wire format can do beyond chat, as data: read by the tracks, carried
+    through every wrapper (a wrapper that forgot one would silently lose it)."""
+
+    constrains_json: bool = False  # answers constrained to a JSON Schema
+    reports_token_odds: bool = False  # the likeliest alternatives of each token
+    takes_grammar: bool = False  # answers constrained to a GBNF grammar
+
+
+@dataclass(frozen=True)
 class RequestOptions:
     temperature: float | None = None
     seed: int | None = None
@@ -137,6 +147,9 @@ class Provider(Protocol):
     def capabilities(self) -> Capabilities: ...
 
     @property
+    def features(self) -> Features: ...
+
+    @property
     def label(self) -> str:
         """Who answers, for messages: "llama.cpp server at http://127.0.0.1:8080"."""
         ...
@@ -147,6 +160,26 @@ class Provider(Protocol):
         tools: Sequence[Tool],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]: ...
+
+
+class ProviderWrapper:
+    """A provider over another (a track, the tracer): what the model can do and who answers
+    are the inner provider's, whatever the order wrappers are stacked in."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    @property
+    def features(self) -> Features:
+        return self.inner.features
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
 
 
 def checked_call(name: str, arguments: Any, call_id: str | None = None) -> ToolCall | BrokenCall:

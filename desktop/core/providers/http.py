@@ -14,7 +14,7 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from desktop.core.messages import without_surrogates
-from desktop.core.providers.base import Capabilities, ProviderError
+from desktop.core.providers.base import Capabilities, Features, ProviderError
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 PROBE_TIMEOUT = httpx.Timeout(3.0)
@@ -169,6 +169,7 @@ class HttpProvider:
     by the probe), a client that goes nowhere but the address, and plain error messages."""
 
     name = "server"
+    features = Features()  # plain chat; a backend's wire format says what more it can do
 
     def __init__(
         self,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.core.providers.base import Capabilities
+from desktop.core.providers.base import Capabilities, Features
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 
 
 class LlamaCppProvider(OpenAICompatProvider):
-    takes_grammar = True  # a GBNF `grammar` in the chat completion request
+    # What the OpenAI-compatible server takes, and a GBNF `grammar` in the chat request.
+    features = Features(constrains_json=True, reports_token_odds=True, takes_grammar=True)
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", model: str = "", **kwargs: Any):
         kwargs.setdefault("name", "llama.cpp server")

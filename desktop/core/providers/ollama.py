@@ -19,6 +19,7 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import (
     BrokenCall,
     Capabilities,
+    Features,
     Notice,
     ProviderError,
     ProviderEvent,
@@ -92,7 +93,7 @@ def estimate_tokens(body: dict[str, Any]) -> int:
 
 class OllamaProvider(HttpProvider):
     name = "Ollama"
-    constrains_json = True  # `format` takes a JSON Schema
+    features = Features(constrains_json=True)  # `format` takes a JSON Schema
 
     def __init__(
         self,

@@ -22,6 +22,7 @@ from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import (
     BrokenCall,
     Capabilities,
+    Features,
     ProviderError,
     ProviderEvent,
     Reply,
@@ -98,8 +99,9 @@ class _CallFragments:
 class OpenAICompatProvider(HttpProvider):
     """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
 
-    constrains_json = True  # response_format with a JSON Schema (llama.cpp, LM Studio)
-    reports_token_odds = True  # `logprobs` + `top_logprobs`, as OpenAI defines them
+    # response_format with a JSON Schema (llama.cpp, LM Studio); `logprobs` + `top_logprobs`
+    # as OpenAI defines them.
+    features = Features(constrains_json=True, reports_token_odds=True)
 
     def __init__(
         self,
@@ -154,7 +156,7 @@ class OpenAICompatProvider(HttpProvider):
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "strict": True, "schema": options.json_schema},
             }
-        if options.grammar is not None and getattr(self, "takes_grammar", False):
+        if options.grammar is not None and self.features.takes_grammar:
             body["grammar"] = options.grammar
         if options.top_logprobs:
             body["logprobs"] = True

@@ -2,7 +2,6 @@
 
 import pytest
 
-from desktop.core.emulation import ConstrainedTools, NativeTools
 from desktop.core.providers.base import Capabilities, ProviderError
 from desktop.core.providers.discovery import discover
 from desktop.core.providers.koboldcpp import KoboldCppProvider
@@ -13,7 +12,9 @@ from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import free_port
-from desktop.core.tracks import on_track, prepare
+from desktop.core.tracks.choice import on_track, prepare
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.native import NativeTools
 from tests.replay_server import Canned, ReplayServer
 
 

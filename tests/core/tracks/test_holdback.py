@@ -1,6 +1,6 @@
 import pytest
 
-from desktop.core.thinking import ThinkSplitter, strip_thinking
+from desktop.core.tracks.holdback import ProseGate, ThinkSplitter, strip_thinking
 
 
 def split_all(chunks: list[str]) -> list[tuple[bool, str]]:
@@ -44,3 +44,28 @@ def test_a_think_tag_after_the_answer_began_is_text() -> None:
         (True, "a"),
         (False, "Answer <think>b</think>"),
     ]
+
+
+# --- streaming hold-back ----------------------------------------------------------------
+
+
+def feed_all(chunks: list[str]) -> tuple[str, ProseGate]:
+    gate = ProseGate()
+    return "".join(gate.feed(c) for c in chunks), gate
+
+
+def test_prose_streams_through() -> None:
+    shown, gate = feed_all(["Hello ", "there, see [1] ", "and `code`."])
+    assert shown == "Hello there, see [1] and `code`."
+    assert not gate.holding
+
+
+def test_gate_holds_from_a_brace_or_fence() -> None:
+    shown, gate = feed_all(["Let me look. ", '{"na', 'me": 1}'])
+    assert shown == "Let me look. " and gate.holding
+    shown, gate = feed_all(["Sure. `", "``json\n{"])
+    assert shown == "Sure. "
+    shown, gate = feed_all(["[", "  {"])
+    assert shown == "" and gate.holding
+    shown, gate = feed_all(["[", "1] says"])
+    assert shown == "[1] says" and not gate.holding

@@ -1,0 +1,58 @@
+"""Which track a provider is put on, from what the model supports and its calibration."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from desktop.core.providers.base import Provider, Track
+from desktop.core.providers.probing import CapabilityCache, ProbeResult
+from desktop.core.providers.registry import ProbingProvider
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.native import NativeTools
+
+
+class Calibrated(Protocol):
+    """What a model's calibration says about its track (calibration.Calibration)."""
+
+    @property
+    def track(self) -> str: ...
+
+    @property
+    def bar(self) -> float: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+async def prepare(
+    provider: ProbingProvider, track: Track, cache: CapabilityCache
+) -> tuple[Provider, Literal["native", "emulated"], ProbeResult]:
+    """Probe (cached), apply the capabilities, and put the provider on its track."""
+    probed = await cache.capabilities(provider)
+    provider.capabilities = probed.capabilities
+    active, chosen = on_track(provider, track)
+    return active, chosen, probed
+
+
+def on_track(
+    provider: Provider, track: Track, calibration: Calibrated | None = None
+) -> tuple[Provider, Literal["native", "emulated"]]:
+    """The provider to use for a track, and which track that is.
+
+    `emulated` is the default for local models; `auto` takes the track the model's
+    calibration chose, else native only where the capabilities say the model supports it;
+    `native` forces it. The emulated track's call gate uses the calibrated bar.
+    """
+    if calibration is not None and track == "auto":
+        native = calibration.track == "native"
+    else:
+        native = track == "native" or (track == "auto" and provider.capabilities.native_tools)
+    if native:
+        return NativeTools(provider), "native"
+    # Two-phase constrained calls where the backend can constrain its output; the plain
+    # emulated track (tolerant parser) elsewhere.
+    if calibration is None:
+        return ConstrainedTools(provider), "emulated"
+    return ConstrainedTools(
+        provider, min_call_odds=calibration.bar, bar_source=calibration.source
+    ), "emulated"

@@ -1,0 +1,294 @@
+"""The emulated track in two phases: calls asked again under constrained decoding, and
+the call gate that turns a call the model was unsure of into a plain answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+from typing import Any
+
+from desktop.core.messages import Message
+from desktop.core.providers.base import (
+    CallGate,
+    Provider,
+    ProviderEvent,
+    ProviderWrapper,
+    Reply,
+    RequestOptions,
+    TextChunk,
+    ThinkingChunk,
+    TokenOdds,
+    checked_call,
+    split_calls,
+)
+from desktop.core.tools.toolbox import Tool
+from desktop.core.tracks.emulated import calls_from_text, known_names
+from desktop.core.tracks.holdback import VisibleText, strip_thinking
+from desktop.core.tracks.parse import parse_answer
+from desktop.core.tracks.prompt import emulated_history
+
+# At most this many calls in one step: bounds what the grammar lets a looping model write.
+MAX_CALLS_PER_STEP = 10
+# Tokens the constrained phase may use whatever the request's limit: a call cut short
+# cannot run, so a tight limit meant for prose must not cut a call.
+CALL_TOKEN_BUDGET = 1024
+# The least probability the model must give to opening a call, where the backend reports
+# token odds, for the call to be made; below it the model answers in plain text. Small
+# models reach for a tool on nearly any request but hesitate on those no tool fits; how
+# much they hesitate differs from model to model (and between quantisations of one), so
+# each model's bar is measured by its calibration (calibration.py). Until then the model's
+# own first choice stands: no bar.
+UNCALIBRATED_BAR = 0.0
+_CALL_OPENERS = ("{", "[", "`")
+_FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+# A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
+# call: it may not open with `{`, `[` or a fence, nor hold `{` followed by a quote (a JSON
+# object, the shape of every call) anywhere; braces in code and prose stay possible.
+NO_CALL_GRAMMAR = r"""root ::= first rest
+first ::= [^{\[` \t\n]
+rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
+"""
+# How far past the start of a call the free answer is read for the first call's name.
+_NAME_LOOKAHEAD = 300
+
+
+def call_schema(tools: Sequence[Tool], first: str | None = None) -> dict[str, Any]:
+    """The JSON Schema of the calls of one step, always a list: under it, a backend's
+    grammar cannot produce an unknown name, a missing argument or broken JSON.
+
+    A list, not one call, because a small model given the choice writes one call even when
+    asked about three cities; made to write a list, it lists them (parallel cases on the
+    dev set: 13% -> 47-53%, single calls unchanged).
+
+    `first` pins the list's first call to the tool the model's free answer opened with:
+    unpinned, a model whose free answer was one fitting call could start its list by
+    copying an example call to another tool. Each call's schema is written once, in
+    `$defs`, and referenced (llama.cpp turns a $ref into one grammar rule)."""
+    names = [t.name for t in tools]
+    defs: dict[str, Any] = {
+        f"call{i}": {
+            "type": "object",
+            "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for i, t in enumerate(tools)
+    }
+    defs["call"] = {"anyOf": [{"$ref": f"#/$defs/call{i}"} for i in range(len(tools))]}
+    any_call = {"$ref": "#/$defs/call"}
+    if first not in names:
+        return {"$defs": defs, "type": "array", "items": any_call, "minItems": 1,
+                "maxItems": MAX_CALLS_PER_STEP}  # fmt: skip
+    pinned = {"$ref": f"#/$defs/call{names.index(first)}"}
+    # One exact length per alternative: llama.cpp reads `prefixItems` as a whole tuple.
+    lists = [
+        {"type": "array", "prefixItems": [pinned, *[any_call] * more],
+         "minItems": more + 1, "maxItems": more + 1}
+        for more in range(MAX_CALLS_PER_STEP)
+    ]  # fmt: skip
+    return {"$defs": defs, "anyOf": lists}
+
+
+@dataclass(frozen=True)
+class Opening:
+    """How an answer opens: with a call or not, the tool named first, the odds of a call
+    (None where they were not weighed: prose came first, or the backend gives none)."""
+
+    call: bool
+    tool: str | None
+    odds: float | None
+
+
+def call_odds(alternatives: Iterable[tuple[str, float]]) -> float:
+    """The probability that a token opens a call (`{`, `[` or a code fence)."""
+    return sum(p for token, p in alternatives if token.lstrip().startswith(_CALL_OPENERS))
+
+
+class ConstrainedTools(ProviderWrapper):
+    """The emulated track in two phases. The model answers freely, and its prose streams;
+    the moment its answer starts a call, that generation is dropped and the calls are asked
+    for again under the backend's constrained decoding, built from the tool schemas.
+    Plain answers are never constrained. A backend without constrained decoding gets the
+    tolerant parser of the plain emulated track.
+
+    Where the backend reports token odds, a call that opens the answer is made only if the
+    model was sure of it (`min_call_odds`, the model's calibrated bar): a one-token probe
+    of the same prompt, which the server's cache makes nearly free, tells how sure.
+    Otherwise it answers in plain text. The reply says how the gate judged (`Reply.gate`).
+    """
+
+    def __init__(
+        self,
+        inner: Provider,
+        *,
+        min_call_odds: float = UNCALIBRATED_BAR,
+        bar_source: str = "uncalibrated",
+        keep_prefix: bool = True,
+    ) -> None:
+        super().__init__(inner)
+        self.min_call_odds = min_call_odds
+        self.bar_source = bar_source
+        self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
+
+    async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
+        probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
+        odds: float | None = None
+        async with aclosing(self.inner.stream(history, [], probe)) as answer:
+            async for event in answer:  # read to the end: one token, then its usage
+                if isinstance(event, TokenOdds) and odds is None:
+                    odds = call_odds(event.alternatives)
+        return 1.0 if odds is None else odds  # no odds after all: trust the call
+
+    async def opening(
+        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+    ) -> Opening:
+        """How this step would open, read cheaply (for calibration): whether the answer
+        opens a call, the tool it names first, and how sure the model was (1.0 where the
+        backend reports no odds, or where prose comes first). Nothing past that is
+        generated."""
+        history = emulated_history(messages, tools)
+        visible = VisibleText()
+        gate = visible.gate
+        named: re.Match[str] | None = None
+        async with aclosing(self.inner.stream(history, [], options)) as free:
+            async for event in free:
+                if isinstance(event, TextChunk):
+                    visible.feed(event.text)
+                    if gate.holding:
+                        named = _FIRST_NAME.search(gate.buffer, gate.released)
+                        if named or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD:
+                            break  # a call opens and names its tool
+                    elif len(gate.buffer.strip()) > _NAME_LOOKAHEAD:
+                        break  # plenty of prose with no call
+        if not gate.holding:
+            return Opening(False, None, None)
+        tool = named.group(1) if named else None
+        sure = not gate.buffer[: gate.released].strip() and self.features.reports_token_odds
+        return Opening(True, tool, await self._odds_of_a_call(history, options) if sure else None)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        if not tools and options.withdrawn_tools and self.keeps_prefix:
+            # The turn's last step: its tools stay in the prompt, calls are forbidden.
+            withdrawn = options.withdrawn_tools
+            answer = self._plain_answer(messages, withdrawn, options, "", None)
+            async for event in answer:
+                yield event
+            return
+        known = known_names(messages, tools)
+        history = emulated_history(messages, tools)
+        if not tools or not self.features.constrains_json:
+            async with aclosing(
+                calls_from_text(self.inner.stream(history, [], options), known)
+            ) as plain:
+                async for event in plain:
+                    yield event
+            return
+        visible = VisibleText()
+        gate = visible.gate
+        reply: Reply | None = None
+        named: re.Match[str] | None = None  # the first call's tool, once the call names it
+        async with aclosing(self.inner.stream(history, [], options)) as free:
+            async for event in free:
+                if isinstance(event, TextChunk):
+                    for piece in visible.feed(event.text):
+                        yield piece
+                    if gate.holding:
+                        named = _FIRST_NAME.search(gate.buffer, gate.released)
+                        if named or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD:
+                            break  # a call begins and names its tool: stop (closing the stream)
+                elif isinstance(event, Reply):
+                    reply = event
+                elif not isinstance(event, TokenOdds):
+                    yield event
+        if not gate.holding:
+            for piece in visible.flush():
+                yield piece
+            if reply is not None:  # no call started: a plain answer, all of it shown already
+                yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
+            return
+        prose = gate.buffer[: gate.released]
+        raw = gate.buffer
+        judged: CallGate | None = None
+        # Only a call that opens the answer is weighed: prose before it shows intent.
+        if not prose.strip() and self.features.reports_token_odds:
+            odds = await self._odds_of_a_call(history, options)
+            judged = CallGate(odds, self.min_call_odds, self.bar_source)
+            raw += f"\n[odds of a call: {odds:.2f}]"
+            if not judged.passed:
+                answer = self._plain_answer(messages, tools, options, raw, judged)
+                async for event in answer:
+                    yield event
+                return
+        budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
+        schema = call_schema(tools, first=named.group(1) if named else None)
+        constrained = replace(options, json_schema=schema, max_tokens=budget, phase="constrained")
+        forced_text: list[str] = []
+        async with aclosing(self.inner.stream(history, [], constrained)) as forced:
+            async for event in forced:
+                if isinstance(event, TextChunk):
+                    forced_text.append(event.text)
+                elif isinstance(event, Reply):
+                    parsed_answer = parse_answer(event.text or "".join(forced_text), known)
+                    found = split_calls(checked_call(n, a) for n, a in parsed_answer.calls)
+                    yield Reply(
+                        prose.rstrip(),
+                        found[0],
+                        [*found[1], *parsed_answer.broken],
+                        raw=f"{raw}\n[constrained]\n{event.raw or event.text}",
+                        finish_reason=event.finish_reason,
+                        gate=judged,
+                    )
+                elif not isinstance(event, (ThinkingChunk, TokenOdds)):
+                    yield event
+
+    @property
+    def keeps_prefix(self) -> bool:
+        """Whether answers that may not call keep the tool prompt (the backend takes a
+        grammar that forbids a call): the server reuses its cached prompt."""
+        return self.keep_prefix and self.features.takes_grammar
+
+    async def _plain_answer(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        options: RequestOptions,
+        raw: str,
+        judged: CallGate | None,
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """The answer in text, for a call the model was unsure of or a step whose tools
+        were withdrawn. All of it is text, shown as it streams, even JSON: no call can come
+        of it. After withdrawn tools, where the backend can forbid a call, the prompt keeps
+        the tools (the prefix the server has cached: 89% of it reused against 38%). After
+        an unsure call the tools are left out: kept and forbidden, the model echoed the
+        request or explained how to call the tool instead of answering (bench/
+        prompt_economy.py), and that prompt is short (47 tokens) anyway."""
+        # After an unsure call it is a later part of the step; after withdrawn tools, a step.
+        phase = "plain" if judged is not None else options.phase
+        plain_options = replace(options, phase=phase, withdrawn_tools=())
+        if self.keeps_prefix and tools and judged is None:
+            history = emulated_history(messages, tools, calls_allowed=False)
+            plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
+        else:
+            history = emulated_history(messages, [])
+        plain = self.inner.stream(history, [], plain_options)
+        visible = VisibleText(hold_calls=False)
+        async with aclosing(plain) as answer:
+            async for event in answer:
+                if isinstance(event, TextChunk):
+                    for piece in visible.feed(event.text):
+                        yield piece
+                elif isinstance(event, Reply):
+                    for piece in visible.flush():
+                        yield piece
+                    text, _ = strip_thinking(event.text)
+                    raw_all = f"{raw}\n[plain]\n{event.raw}" if raw else event.raw
+                    yield Reply(text, [], [], raw_all, event.finish_reason, judged)
+                elif not isinstance(event, TokenOdds):
+                    yield event

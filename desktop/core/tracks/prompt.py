@@ -1,0 +1,184 @@
+"""The emulated track's prompt: the tools described in the system prompt, and the
+conversation rewritten for a backend asked without native tools (calls as the JSON the
+model wrote, results as user messages)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from desktop.core.messages import Message, Part, TextPart, ToolCall
+from desktop.core.tools.toolbox import Tool
+
+TOOL_PROMPT_HEAD = """\
+You can use tools. Use one only if it does exactly what the user asks for.
+To call a tool, answer with only this JSON and nothing else:
+{"name": "<tool name>", "arguments": {"<parameter>": <value>}}
+To make several calls at once, answer with a JSON array of such objects.
+Fill "arguments" with real values from the user's request, never with the schema. \
+Give every required parameter, and no parameter that is not listed.
+If no tool does what the user asks, or the results above already answer it, do not call \
+a tool: answer in plain text.
+
+Tools:"""
+
+# Appended to the tool results the model reads last: small models follow the latest words.
+NEXT_STEP_HINT = "If these results answer the request, answer the user now in plain text."
+NO_TOOLS_HINT = "Now answer the user's request in plain text, using the results above."
+
+
+def example_value(schema: Any) -> Any:
+    """A plausible value for a schema, for a made-up example call."""
+    if not isinstance(schema, dict):
+        return "..."
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.5
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [example_value(schema.get("items", {}))]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: example_value(v) for k, v in props.items() if k in schema.get("required", [])}
+    return "..."
+
+
+# Schema keywords that only bound a value: validation enforces them and names them when a
+# call breaks one, so the prompt can leave them out (create_chart: 40% fewer tokens).
+_BOUNDS_ONLY = frozenset(
+    {"minItems", "maxItems", "minLength", "maxLength", "additionalProperties", "$schema",
+     "uniqueItems", "minProperties", "maxProperties"}
+)  # fmt: skip
+
+
+def prompt_schema(schema: Any) -> Any:
+    """The schema as the prompt shows it: what a value is, without its bounds."""
+    if isinstance(schema, list):
+        return [prompt_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    shown = {k: prompt_schema(v) for k, v in schema.items() if k not in _BOUNDS_ONLY}
+    if isinstance(schema.get("properties"), dict):  # parameter names, whatever they are
+        shown["properties"] = properties_for_prompt(schema["properties"])
+    return shown
+
+
+def properties_for_prompt(properties: dict[str, Any]) -> dict[str, Any]:
+    return {name: prompt_schema(value) for name, value in properties.items()}
+
+
+def render_tool(tool: Tool) -> str:
+    props = json.dumps(
+        properties_for_prompt(tool.properties), ensure_ascii=False, separators=(", ", ": ")
+    )
+    lines = [
+        f"- {tool.name}: {tool.description}",
+        f"  parameters: {props}",
+        f"  required: {', '.join(tool.required) or 'none'}",
+    ]
+    examples = tool.examples[:1]  # one shows the shape; more cost tokens on every step
+    for example in examples:
+        call = json.dumps({"name": tool.name, "arguments": example.arguments}, ensure_ascii=False)
+        lines.append(f'  example: "{example.prompt}" -> {call}')
+    if not examples:
+        arguments = {k: example_value(v) for k, v in tool.properties.items() if k in tool.required}
+        call = json.dumps({"name": tool.name, "arguments": arguments}, ensure_ascii=False)
+        lines.append(f"  call shape: {call}")
+    return "\n".join(lines)
+
+
+def render_tool_prompt(tools: Iterable[Tool]) -> str:
+    return "\n".join([TOOL_PROMPT_HEAD, *(render_tool(t) for t in tools)])
+
+
+def call_json(calls: Sequence[ToolCall]) -> str:
+    """How earlier calls appear while tools are offered: as the model was asked to write them."""
+    shaped = [{"name": c.name, "arguments": c.arguments} for c in calls]
+    return json.dumps(shaped[0] if len(shaped) == 1 else shaped, ensure_ascii=False)
+
+
+def call_prose(calls: Sequence[ToolCall]) -> str:
+    """How earlier calls appear once tools are withdrawn: JSON there would prime a small
+    model to write yet another call instead of the answer."""
+    said = [f"{c.name} with {json.dumps(c.arguments, ensure_ascii=False)}" for c in calls]
+    return f"(I called {' and '.join(said)}.)"
+
+
+def emulated_history(
+    messages: Sequence[Message], tools: Sequence[Tool], *, calls_allowed: bool = True
+) -> list[Message]:
+    """The conversation as a backend without tools sees it: tools in the system prompt,
+    calls as the JSON the model wrote, results as user messages, same roles merged.
+
+    `calls_allowed=False`: the tools stay in the prompt (its prefix is the one the server
+    has cached) but the step's hint asks for the answer in text, as when they are gone."""
+    addendum = render_tool_prompt(tools) if tools else ""
+    out: list[Message] = []
+    # Refused calls go once tools are gone (the prompt stays the same up to the first).
+    rest = list(messages) if tools and calls_allowed else _without_rejected_calls(messages)
+    if rest and rest[0].role == "system":
+        system = rest.pop(0).text
+        out.append(Message.system(f"{system}\n\n{addendum}" if addendum else system))
+    elif addendum:
+        out.append(Message.system(addendum))
+    for message in rest:
+        if message.role == "assistant" and message.tool_calls:
+            prose = message.text.strip()
+            calls = call_json(message.tool_calls) if tools else call_prose(message.tool_calls)
+            converted = Message.assistant(f"{prose}\n{calls}" if prose else calls)
+        elif message.role == "tool":
+            header = f"[Result of {message.name or 'the tool'}]\n"
+            converted = Message("user", [TextPart(header + message.text)])
+        else:
+            converted = Message(message.role, list(message.parts))
+        if out and out[-1].role == converted.role and converted.role != "system":
+            out[-1] = Message(converted.role, _joined(out[-1].parts, converted.parts))
+        else:
+            out.append(converted)
+    if _mid_turn(messages):
+        hint = NEXT_STEP_HINT
+        if not tools or not calls_allowed:
+            refusals = [m.text for m in messages if m.role == "tool" and m.rejected]
+            hint = "\n".join([*(f"({reason})" for reason in refusals), NO_TOOLS_HINT])
+        last = out[-1]
+        out[-1] = Message(last.role, _joined(last.parts, [TextPart(hint)]))
+    return out
+
+
+def _without_rejected_calls(messages: Sequence[Message]) -> list[Message]:
+    """The history minus calls that were refused: once tools are withdrawn, a refused repeat
+    only confuses a small model about what it already knows."""
+    refused = {m.tool_call_id for m in messages if m.role == "tool" and m.rejected}
+    kept: list[Message] = []
+    for message in messages:
+        if message.role == "tool" and message.rejected:
+            continue
+        if message.tool_calls and refused.intersection(c.id for c in message.tool_calls):
+            calls = [c for c in message.tool_calls if c.id not in refused]
+            if not calls and not message.text.strip():
+                continue
+            message = Message("assistant", list(message.parts), calls)
+        kept.append(message)
+    return kept
+
+
+def _mid_turn(messages: Sequence[Message]) -> bool:
+    """Whether the model is about to read tool results (perhaps followed by their images)."""
+    tail = [m.role for m in messages[-2:]]
+    return tail[-1:] == ["tool"] or tail == ["tool", "user"]
+
+
+def _joined(first: list[Part], second: list[Part]) -> list[Part]:
+    if first and second and isinstance(first[-1], TextPart) and isinstance(second[0], TextPart):
+        return [*first[:-1], TextPart(f"{first[-1].text}\n\n{second[0].text}"), *second[1:]]
+    return [*first, *second]

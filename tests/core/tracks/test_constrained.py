@@ -1,0 +1,320 @@
+import pytest
+
+from desktop.core.messages import Message
+from desktop.core.providers.base import Reply, RequestOptions, TextChunk
+from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tracks.prompt import render_tool_prompt
+from tests.core.tracks.samples import CLOCK, SEARCH, noop
+from tests.fakes import ScriptedProvider, Step
+
+# --- two-phase constrained calls --------------------------------------------------------
+
+
+async def constrained_run(provider: ScriptedProvider, tools: list[Tool]) -> tuple[list[str], Reply]:
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    text, reply = [], None
+    async for event in ConstrainedTools(provider).stream(
+        [Message.user("hi")], tools, RequestOptions(max_tokens=50)
+    ):
+        if isinstance(event, TextChunk):
+            text.append(event.text)
+        elif isinstance(event, Reply):
+            reply = event
+    assert reply is not None
+    return text, reply
+
+
+async def test_a_plain_answer_is_never_constrained() -> None:
+    provider = ScriptedProvider([Step(chunks=["Four", "."])], constrains_json=True)
+    text, reply = await constrained_run(provider, [SEARCH])
+    assert text == ["Four", "."] and reply.text == "Four." and reply.tool_calls == []
+    assert len(provider.requests) == 1 and provider.requests[0].options.json_schema is None
+
+
+async def test_a_call_is_generated_again_under_the_schema() -> None:
+    from desktop.core.tracks.constrained import CALL_TOKEN_BUDGET, call_schema
+
+    provider = ScriptedProvider(
+        [
+            Step(chunks=["Let me look. ", '{"name": "serch", "argu', "ments"]),  # broken, dropped
+            Step(chunks=['{"name": "search", "arguments": {"query": "rust"}}']),
+        ],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [SEARCH, CLOCK])
+    assert "".join(text) == "Let me look. "
+    assert provider.closed_early == 1  # the free generation was stopped at the call
+    second = provider.requests[1].options
+    assert second.json_schema == call_schema([SEARCH, CLOCK])
+    assert second.max_tokens == CALL_TOKEN_BUDGET  # a limit meant for prose does not cut calls
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("search", {"query": "rust"})]
+    assert reply.text == "Let me look." and "[constrained]" in reply.raw
+
+
+def test_the_call_schema_can_pin_the_first_call_to_a_tool() -> None:
+    """The free answer opened a call to current_time: the list starts with it, then any."""
+    import jsonschema
+
+    from desktop.core.tracks.constrained import MAX_CALLS_PER_STEP, call_schema
+
+    schema = call_schema([SEARCH, CLOCK], first="current_time")
+    clock = {"name": "current_time", "arguments": {}}
+    search = {"name": "search", "arguments": {"query": "x"}}
+    for good in ([clock], [clock, search], [clock, clock, search], [clock] * MAX_CALLS_PER_STEP):
+        jsonschema.validate(good, schema)
+    for bad in ([search], [search, clock], [], [clock] * (MAX_CALLS_PER_STEP + 1), clock):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    assert call_schema([SEARCH, CLOCK], first="no_such_tool") == call_schema([SEARCH, CLOCK])
+
+
+async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named() -> None:
+    from desktop.core.tracks.constrained import call_schema
+
+    provider = ScriptedProvider(
+        [
+            Step(chunks=['{"na', 'me": "current', '_time", "arguments": {', "}}"]),
+            Step(chunks=['[{"name": "current_time", "arguments": {}}]']),
+        ],
+        constrains_json=True,
+    )
+    _, reply = await constrained_run(provider, [SEARCH, CLOCK])
+    assert provider.closed_early == 1  # read up to the name, not to the end
+    assert provider.requests[1].options.json_schema == call_schema(
+        [SEARCH, CLOCK], first="current_time"
+    )
+    assert [c.name for c in reply.tool_calls] == ["current_time"]
+
+
+def test_the_call_schema_admits_only_lists_of_real_calls() -> None:
+    import jsonschema
+
+    from desktop.core.tracks.constrained import MAX_CALLS_PER_STEP, call_schema
+
+    schema = call_schema([SEARCH, CLOCK])
+    jsonschema.validate([{"name": "search", "arguments": {"query": "x"}}], schema)
+    jsonschema.validate(
+        [
+            {"name": "current_time", "arguments": {}},
+            {"name": "search", "arguments": {"query": "y"}},
+        ],
+        schema,
+    )
+    one = {"name": "search", "arguments": {"query": "x"}}
+    for bad in ([{"name": "serch", "arguments": {"query": "x"}}], [{"name": "search", "arguments": {}}],
+                [{"name": "search"}], [{**one, "id": 1}], [], one,
+                [one] * (MAX_CALLS_PER_STEP + 1)):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> None:
+    provider = ScriptedProvider([Step(chunks=['{"name": "search", "arguments": {"query": "q"}}'])])
+    _, reply = await constrained_run(provider, [SEARCH])
+    assert len(provider.requests) == 1 and reply.tool_calls[0].arguments == {"query": "q"}
+
+
+async def gated_run(
+    script: list[Step], *, reports_token_odds: bool = True
+) -> tuple[ScriptedProvider, Reply]:
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=reports_token_odds)
+    reply = None
+    async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
+        [Message.user("Who won the World Cup in 2022?")], [SEARCH], RequestOptions(seed=3)
+    ):
+        if isinstance(event, Reply):
+            reply = event
+    assert reply is not None
+    return provider, reply
+
+
+CALL = '[{"name": "search", "arguments": {"query": "q"}}]'
+
+
+async def test_a_call_the_model_is_unsure_of_becomes_a_plain_answer() -> None:
+    """The probe's odds of `{` (0.5 + 0.2 for a fence) are below the bar: no call."""
+    unsure = [("{", 0.5), ("```", 0.2), ("Argentina", 0.3)]
+    provider, reply = await gated_run(
+        [Step(chunks=['{"name": "search"']), Step(odds=unsure), Step(chunks=["Argentina."])]
+    )
+    assert reply.tool_calls == [] and reply.text == "Argentina."
+    probe = provider.requests[1]
+    assert probe.options.max_tokens == 1 and probe.options.top_logprobs == 10
+    assert probe.options.seed == 3 and probe.messages == provider.requests[0].messages
+    assert "You can use tools" not in provider.requests[2].messages[0].text  # tools withdrawn
+    assert "[odds of a call: 0.70]" in reply.raw
+    assert reply.gate is not None and not reply.gate.passed
+    assert (round(reply.gate.odds, 2), reply.gate.bar) == (0.7, 0.9)
+
+
+async def test_until_a_model_is_calibrated_its_own_first_choice_stands() -> None:
+    """No bar tuned to some other model: uncalibrated, an opened call is made however
+    unsure, and the reply still says how sure the model was."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    unsure = [("{", 0.3), ("Argentina", 0.7)]
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=unsure), Step(chunks=[CALL])],
+        constrains_json=True,
+        reports_token_odds=True,
+    )
+    replies = [
+        e
+        async for e in ConstrainedTools(provider).stream(
+            [Message.user("Who won?")], [SEARCH], RequestOptions()
+        )
+        if isinstance(e, Reply)
+    ]
+    assert [c.name for c in replies[0].tool_calls] == ["search"]
+    gate = replies[0].gate
+    assert gate is not None and gate.passed and gate.source == "uncalibrated"
+    assert (round(gate.odds, 2), gate.bar) == (0.3, 0.0)
+
+
+async def test_the_plain_answer_is_all_text_even_json() -> None:
+    """Once the gate has turned a call down, nothing in the answer is a call: a model that
+    writes JSON anyway is shown it, not an empty answer."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    unsure = [("{", 0.6), ("Hi", 0.4)]
+    provider = ScriptedProvider(
+        [
+            Step(chunks=["{"]),
+            Step(odds=unsure),
+            Step(chunks=['{"name": "search", ', '"arguments": {}}']),
+        ],
+        constrains_json=True,
+        reports_token_odds=True,
+    )
+    shown, reply = [], None
+    async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
+        [Message.user("hi")], [SEARCH], RequestOptions()
+    ):
+        if isinstance(event, TextChunk):
+            shown.append(event.text)
+        elif isinstance(event, Reply):
+            reply = event
+    assert reply is not None and reply.tool_calls == []
+    assert "".join(shown) == reply.text == '{"name": "search", "arguments": {}}'
+
+
+async def test_a_call_the_model_is_sure_of_is_made() -> None:
+    sure = [("{", 0.9), ("[", 0.05), ("Argentina", 0.05)]
+    provider, reply = await gated_run(
+        [Step(chunks=['{"name": "search"']), Step(odds=sure), Step(chunks=[CALL])]
+    )
+    assert [c.name for c in reply.tool_calls] == ["search"]
+    assert provider.requests[2].options.json_schema is not None
+    assert "[odds of a call: 0.95]" in reply.raw
+
+
+async def test_no_probe_after_prose_or_without_token_odds() -> None:
+    """Prose before the call shows the model means it; a backend without odds is trusted."""
+    after_prose, reply = await gated_run([Step(chunks=["Let me search. {"]), Step(chunks=[CALL])])
+    assert len(after_prose.requests) == 2 and reply.tool_calls
+    assert after_prose.requests[1].options.top_logprobs is None
+    no_odds, reply = await gated_run(
+        [Step(chunks=["{"]), Step(chunks=[CALL])], reports_token_odds=False
+    )
+    assert len(no_odds.requests) == 2 and reply.tool_calls
+
+
+def test_the_prompt_leaves_out_bounds_and_extra_examples_but_no_parameter() -> None:
+    """Bounds are validation's to enforce and explain; a parameter named like a keyword
+    is still a parameter."""
+    values = {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 500,
+              "description": "the numbers"}  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {"values": values, "maxLength": {"type": "integer", "minimum": 1}},
+        "required": ["values"],
+        "additionalProperties": False,
+    }
+    examples = (Example("plot 1 2", {"values": [1, 2]}), Example("plot 3", {"values": [3]}))
+    prompt = render_tool_prompt([Tool("plot", "Plot", schema, noop, examples=examples)])
+    shown = '"values": {"type": "array", "items": {"type": "number"}, "description": "the numbers"}'
+    assert shown in prompt
+    assert '"maxLength": {"type": "integer", "minimum": 1}' in prompt
+    assert "minItems" not in prompt and "maxItems" not in prompt
+    assert prompt.count("example:") == 1 and '"plot 1 2"' in prompt
+
+
+async def test_the_plain_answer_after_an_unsure_call_leaves_the_tools_out() -> None:
+    """Even where a grammar could forbid the call: kept in the prompt, the tools made the
+    model echo the request or explain how to call one instead of answering."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5), ("Hi", 0.5)]), "Hi."],
+        constrains_json=True,
+        reports_token_odds=True,
+        takes_grammar=True,
+    )
+    replies = [
+        e
+        async for e in ConstrainedTools(provider, min_call_odds=0.9).stream(
+            [Message.user("hi")], [SEARCH], RequestOptions()
+        )
+        if isinstance(e, Reply)
+    ]
+    _free, _probe, plain = provider.requests
+    assert replies[0].text == "Hi." and not replies[0].tool_calls
+    assert "You can use tools" not in plain.messages[0].text and plain.options.grammar is None
+
+
+def test_the_no_call_grammar_forbids_every_shape_of_a_call() -> None:
+    """The GBNF grammar, read as the regular language it is: no call opens the answer or
+    hides in it; prose and code with braces pass."""
+    import re
+
+    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR
+
+    rules = dict(line.split(" ::= ") for line in NO_CALL_GRAMMAR.strip().splitlines())
+    assert rules["root"] == "first rest"
+    # The two rules, transcribed to Python's regex syntax one for one.
+    first = r"[^{\[` \t\n]"
+    rest = r'(?:[^{]|\{[ \t\n]*[^" \t\n])*(?:\{[ \t\n]*)?'
+    assert rules["first"] == first
+    assert rules["rest"] == r'([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?'
+    answer = re.compile(first + rest, re.DOTALL)
+    for call in [
+        '{"name": "x"}',
+        '[{"name": "x"}]',
+        "```json\n{}```",
+        ' {"a": 1}',
+        'Here it is: {"name": "search", "arguments": {}}',
+        'ok {\n  "name": 1}',
+    ]:
+        assert not answer.fullmatch(call), call
+    for prose in ["Hello!", "Use `f(x)` here.", "int f() { return 1; }", "a {b} c {"]:
+        assert answer.fullmatch(prose), prose
+
+
+async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
+    from desktop.core.loop import LoopSettings, run_turn
+    from desktop.core.tools.toolbox import Toolbox
+    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR, ConstrainedTools
+    from desktop.core.tracks.prompt import NO_TOOLS_HINT
+
+    call = '{"name": "search", "arguments": {"query": "q"}}'
+    provider = ScriptedProvider(
+        [Step(chunks=[call]), Step(chunks=[f"[{call}]"]), "Here is what I found."],
+        constrains_json=True,
+        takes_grammar=True,
+    )
+    conversation = [Message.user("find q")]
+    settings = LoopSettings(max_tool_calls=1)
+    events = [
+        e
+        async for e in run_turn(
+            ConstrainedTools(provider), Toolbox([SEARCH]), conversation, settings=settings
+        )
+    ]
+    assert events[-1].kind == "turn_finished" and events[-1].text == "Here is what I found."
+    first, _constrained, last = provider.requests
+    assert last.messages[0] == first.messages[0]  # the same system prompt, tools and all
+    assert last.options.grammar == NO_CALL_GRAMMAR and last.options.phase is None
+    assert NO_TOOLS_HINT in last.messages[-1].text
