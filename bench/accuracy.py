@@ -57,8 +57,9 @@ from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageRe
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.tool_spec import Example
 from desktop.core.tools.selection import offer_for
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.choice import on_track
 from desktop.core.tracks.constrained import ConstrainedTools
 from desktop.core.tracks.emulated import EmulatedTools

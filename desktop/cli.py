@@ -30,7 +30,8 @@ from desktop.core.events import (
     TurnWarning,
     event_to_dict,
 )
-from desktop.core.loop import LoopSettings, parse_max_tool_calls, run_turn
+from desktop.core.limits import parse_max_tool_calls
+from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import ProviderError, RequestOptions
 from desktop.core.providers.probing import CapabilityCache

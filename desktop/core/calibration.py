@@ -34,7 +34,7 @@ import jsonschema
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tool_spec import Example, ToolSpec
 from desktop.core.tracks.constrained import ConstrainedTools
 from desktop.core.tracks.native import NativeTools
 
@@ -77,7 +77,7 @@ class Case:
 
     kind: CaseKind
     messages: tuple[Message, ...]
-    tools: tuple[Tool, ...]
+    tools: tuple[ToolSpec, ...]
     expected: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     @property
@@ -85,7 +85,7 @@ class Case:
         return bool(self.expected)
 
 
-def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
+def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
     """Calibration questions built from `tools`: each example gives a call that is due
     (alone, with other tools beside it, two at once, after earlier turns) and a request no
     offered tool fits
@@ -124,7 +124,7 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
             pair = [_without(one, first), _without(two, second)]
             due.append(Case("calls", (both,), tuple(_in_order(tools, pair)), expected))
 
-    def a_few(*kept: Tool) -> tuple[Tool, ...]:
+    def a_few(*kept: ToolSpec) -> tuple[ToolSpec, ...]:
         """Up to OFFERED tools, as a turn offers them (all of few, a selection of many)."""
         rest = [t for t in tools if t not in kept]
         return tuple(
@@ -146,7 +146,7 @@ def cases_for(tools: Sequence[Tool], seed: int = 0) -> list[Case]:
     return chosen
 
 
-def _a_turn_with_a_call(tool: Tool, example: Example) -> tuple[Message, ...]:
+def _a_turn_with_a_call(tool: ToolSpec, example: Example) -> tuple[Message, ...]:
     """An earlier turn: the example's request, its call, a result, a short answer."""
     call = ToolCall("earlier", tool.name, dict(example.arguments))
     return (
@@ -171,13 +171,13 @@ def _by_kind(cases: list[Case], count: int) -> list[Case]:
     return chosen
 
 
-def _in_order(tools: Sequence[Tool], chosen: Sequence[Tool]) -> list[Tool]:
+def _in_order(tools: Sequence[ToolSpec], chosen: Sequence[ToolSpec]) -> list[ToolSpec]:
     """`chosen` in the toolbox's order (as a turn offers them)."""
     order = {t.name: i for i, t in enumerate(tools)}
     return sorted(chosen, key=lambda t: order[t.name])
 
 
-def _without(tool: Tool, example: Example) -> Tool:
+def _without(tool: ToolSpec, example: Example) -> ToolSpec:
     """The tool as offered for a question made from one of its examples: without that
     example in its prompt. Shown its own question and call, a model is surer than any
     real request makes it (odds of 0.98-0.99 against 0.9-0.96)."""
@@ -454,7 +454,7 @@ class Calibrator:
     def __init__(
         self,
         provider: Provider,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         model: str,
         *,
         native: bool = False,

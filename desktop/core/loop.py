@@ -31,6 +31,7 @@ from desktop.core.events import (
     TurnWarning,
     Usage,
 )
+from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 from desktop.core.messages import Image, Message, ToolCall, without_surrogates
 from desktop.core.providers.base import (
     Notice,
@@ -45,7 +46,6 @@ from desktop.core.providers.base import (
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import Approver, Outcome, Toolbox, limit_content, size_problem
 
-DEFAULT_MAX_TOOL_CALLS = 10
 # Ends a tool result with images, for a model that cannot see them.
 NOT_SEEN = "The user sees the image in the chat."
 log = logging.getLogger(__name__)
@@ -68,17 +68,6 @@ class LoopSettings:
     def __post_init__(self) -> None:
         if self.max_tool_calls < 1:
             raise ValueError("max_tool_calls must be at least 1")
-
-
-def parse_max_tool_calls(text: str) -> int:
-    """A user-typed limit: a whole number of at least 1 (`2.5`, `0`, `-3`, `abc` are refused)."""
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ValueError(f"max tool calls must be a whole number, not {text!r}") from None
-    if value < 1:
-        raise ValueError(f"max tool calls must be at least 1, not {value}")
-    return value
 
 
 @dataclass

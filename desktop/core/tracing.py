@@ -26,7 +26,7 @@ from desktop.core.providers.base import (
     TokenOdds,
     UsageReport,
 )
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 
 @dataclass
@@ -133,7 +133,7 @@ class TracingProvider(ProviderWrapper):
     async def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         step = StepTrace(

@@ -25,7 +25,8 @@ from desktop.core.calibration import (
     score,
 )
 from desktop.core.messages import ToolCall
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tool_spec import Example
+from desktop.core.tools.toolbox import Tool
 from tests.fakes import Request, ScriptedProvider, Step
 
 

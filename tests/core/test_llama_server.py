@@ -18,6 +18,7 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
+from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracks.choice import on_track
 
@@ -257,7 +258,6 @@ async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:
     """A short calibration over the real model with one tool: it answers every question,
     reads real odds, and says how it called."""
     from desktop.core.calibration import Calibrator
-    from desktop.core.tools.toolbox import Example
 
     weather = Weather().tool
     examples = (Example("What's the weather in Paris?", {"city": "Paris"}),

@@ -18,7 +18,8 @@ from desktop.core.events import (
     TurnFinished,
     Usage,
 )
-from desktop.core.loop import LoopSettings, complete_turn, parse_max_tool_calls, run_turn
+from desktop.core.limits import parse_max_tool_calls
+from desktop.core.loop import LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import BrokenCall, Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator

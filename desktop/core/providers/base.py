@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from desktop.core.messages import Message, ToolCall, new_call_id
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 Track = Literal["auto", "native", "emulated"]
 
@@ -52,7 +52,7 @@ class RequestOptions:
     grammar: str | None = None
     # The tools of the turn after they were withdrawn (the last, tool-free step): a track
     # that can forbid calls keeps them in the prompt, whose prefix the server has cached.
-    withdrawn_tools: tuple[Tool, ...] = ()
+    withdrawn_tools: tuple[ToolSpec, ...] = ()
     # Which later part of a step this request is (see ConstrainedTools), for the trace;
     # None for a step's first request. Backends ignore it.
     phase: Literal["call-odds", "constrained", "plain"] | None = None
@@ -157,7 +157,7 @@ class Provider(Protocol):
     def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]: ...
 

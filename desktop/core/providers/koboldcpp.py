@@ -44,7 +44,7 @@ from desktop.core.providers.http import (
     wire_text,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 DEFAULT_MAX_LENGTH = 1024
 # One generation at a time: a second request gets 503 "busy" before it starts, so retrying
@@ -82,7 +82,7 @@ class KoboldCppProvider(HttpProvider):
     async def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         if tools:

@@ -43,7 +43,7 @@ from desktop.core.providers.http import (
     wire_object,
     wire_text,
 )
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 DEFAULT_NUM_CTX = 8192
 # Warn when the prompt takes this share of the context window.
@@ -113,7 +113,7 @@ class OllamaProvider(HttpProvider):
         self.num_ctx = num_ctx
 
     def request_body(
-        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
         wire_options: dict[str, Any] = {"num_ctx": self.num_ctx}
         if options.temperature is not None:
@@ -137,7 +137,7 @@ class OllamaProvider(HttpProvider):
     async def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         body = self.request_body(messages, tools, options)

@@ -45,7 +45,7 @@ from desktop.core.providers.http import (
     wire_object,
     wire_text,
 )
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 # llama.cpp answers 503 while it loads the model: nothing was generated, so waiting is safe.
 LOADING_RETRIES = (1.0, 2.0, 4.0, 8.0)
@@ -131,7 +131,7 @@ class OpenAICompatProvider(HttpProvider):
         return Capabilities()
 
     def request_body(
-        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "messages": wire_messages(messages),
@@ -166,7 +166,7 @@ class OpenAICompatProvider(HttpProvider):
     async def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         body = self.request_body(messages, tools, options)

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-from desktop.core.loop import DEFAULT_MAX_TOOL_CALLS
+from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

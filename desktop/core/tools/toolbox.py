@@ -20,6 +20,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError
 
 from desktop.core.messages import Image, ToolCall, without_surrogates
+from desktop.core.tool_spec import ToolSpec
 from desktop.core.tools.images import ImageError, fit_image
 from desktop.core.tools.isolation import run_isolated
 
@@ -50,55 +51,16 @@ Approver = Callable[["ToolCall", "Tool"], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
-class Example:
-    """A request and the arguments that answer it, shown in the emulated tool prompt."""
+class Tool(ToolSpec):
+    """A tool the app can run: its spec (what the model is told) and its handler, with the
+    policies the loop applies to its calls. Positionally: name, description, parameters,
+    handler."""
 
-    prompt: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
     handler: Handler
     direct_output: bool = False
     cooldown_s: float | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
-    examples: tuple[Example, ...] = ()
     needs_approval: bool = False  # it changes something: the user says yes first
-
-    def __post_init__(self) -> None:
-        if not self.name or not all(c.isalnum() or c in "_-." for c in self.name):
-            raise ValueError(f"tool name {self.name!r}: use letters, digits, '_', '-' or '.'")
-        if self.parameters.get("type", "object") != "object":
-            raise ValueError(f"tool {self.name!r}: parameters must be an object schema")
-        try:
-            jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
-            problem = exc.message
-            raise ValueError(f"tool {self.name!r}: invalid parameter schema: {problem}") from exc
-
-    @property
-    def required(self) -> list[str]:
-        return list(self.parameters.get("required", []))
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        props = self.parameters.get("properties", {})
-        return dict(props) if isinstance(props, dict) else {}
-
-    def wire_definition(self) -> dict[str, Any]:
-        """The OpenAI-style function definition sent to native backends."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from desktop.core.providers.base import (
     checked_call,
     split_calls,
 )
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.holdback import VisibleText, strip_thinking
 from desktop.core.tracks.parse import parse_answer
@@ -54,7 +54,7 @@ rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
 _NAME_LOOKAHEAD = 300
 
 
-def call_schema(tools: Sequence[Tool], first: str | None = None) -> dict[str, Any]:
+def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str, Any]:
     """The JSON Schema of the calls of one step, always a list: under it, a backend's
     grammar cannot produce an unknown name, a missing argument or broken JSON.
 
@@ -142,7 +142,7 @@ class ConstrainedTools(ProviderWrapper):
         return 1.0 if odds is None else odds  # no odds after all: trust the call
 
     async def opening(
-        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> Opening:
         """How this step would open, read cheaply (for calibration): whether the answer
         opens a call, the tool it names first, and how sure the model was (1.0 where the
@@ -171,7 +171,7 @@ class ConstrainedTools(ProviderWrapper):
     async def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         if not tools and options.withdrawn_tools and self.keeps_prefix:
@@ -257,7 +257,7 @@ class ConstrainedTools(ProviderWrapper):
     async def _plain_answer(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
         raw: str,
         judged: CallGate | None,

@@ -21,7 +21,7 @@ from desktop.core.providers.base import (
     checked_call,
     split_calls,
 )
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.holdback import VisibleText
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.prompt import emulated_history
@@ -66,7 +66,7 @@ async def calls_from_text(
     yield Reply(text, calls, [*broken, *parsed.broken], raw, reply.finish_reason)
 
 
-def known_names(messages: Sequence[Message], tools: Sequence[Tool]) -> list[str]:
+def known_names(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[str]:
     return [t.name for t in tools] + [c.name for m in messages for c in m.tool_calls]
 
 
@@ -76,7 +76,7 @@ class EmulatedTools(ProviderWrapper):
     def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         source = self.inner.stream(emulated_history(messages, tools), [], options)

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Sequence
 
 from desktop.core.messages import Message
 from desktop.core.providers.base import ProviderEvent, ProviderWrapper, RequestOptions
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.prompt import emulated_history
 
@@ -24,7 +24,7 @@ class NativeTools(ProviderWrapper):
     def stream(
         self,
         messages: Sequence[Message],
-        tools: Sequence[Tool],
+        tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
         withdrawn = not tools and any(m.role == "tool" for m in messages)

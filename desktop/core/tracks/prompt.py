@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from desktop.core.messages import Message, Part, TextPart, ToolCall
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 TOOL_PROMPT_HEAD = """\
 You can use tools. Use one only if it does exactly what the user asks for.
@@ -77,7 +77,7 @@ def properties_for_prompt(properties: dict[str, Any]) -> dict[str, Any]:
     return {name: prompt_schema(value) for name, value in properties.items()}
 
 
-def render_tool(tool: Tool) -> str:
+def render_tool(tool: ToolSpec) -> str:
     props = json.dumps(
         properties_for_prompt(tool.properties), ensure_ascii=False, separators=(", ", ": ")
     )
@@ -97,7 +97,7 @@ def render_tool(tool: Tool) -> str:
     return "\n".join(lines)
 
 
-def render_tool_prompt(tools: Iterable[Tool]) -> str:
+def render_tool_prompt(tools: Iterable[ToolSpec]) -> str:
     return "\n".join([TOOL_PROMPT_HEAD, *(render_tool(t) for t in tools)])
 
 
@@ -115,7 +115,7 @@ def call_prose(calls: Sequence[ToolCall]) -> str:
 
 
 def emulated_history(
-    messages: Sequence[Message], tools: Sequence[Tool], *, calls_allowed: bool = True
+    messages: Sequence[Message], tools: Sequence[ToolSpec], *, calls_allowed: bool = True
 ) -> list[Message]:
     """The conversation as a backend without tools sees it: tools in the system prompt,
     calls as the JSON the model wrote, results as user messages, same roles merged.

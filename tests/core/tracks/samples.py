@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tool_spec import Example
+from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.parse import parse_answer
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8

@@ -2,7 +2,8 @@ import pytest
 
 from desktop.core.messages import Message
 from desktop.core.providers.base import Reply, RequestOptions, TextChunk
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tool_spec import Example
+from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.prompt import render_tool_prompt
 from tests.core.tracks.samples import CLOCK, SEARCH, noop
 from tests.fakes import ScriptedProvider, Step

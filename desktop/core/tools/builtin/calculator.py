@@ -15,8 +15,9 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from desktop.core.tool_spec import Example
 from desktop.core.tools.isolation import run_isolated
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tools.toolbox import Tool
 
 MAX_EXPONENT = 10_000
 MAX_DIGITS = 1_000

@@ -11,8 +11,9 @@ import io
 from typing import Any
 
 from desktop.core.messages import Image
+from desktop.core.tool_spec import Example
 from desktop.core.tools.isolation import run_isolated
-from desktop.core.tools.toolbox import Example, Tool, ToolOutput
+from desktop.core.tools.toolbox import Tool, ToolOutput
 
 MAX_POINTS = 500
 

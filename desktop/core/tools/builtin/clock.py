@@ -6,7 +6,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from desktop.core.tools.toolbox import Example, Tool
+from desktop.core.tool_spec import Example
+from desktop.core.tools.toolbox import Tool
 
 
 async def current_time(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -26,9 +26,10 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from desktop.core.messages import sniff_image_mime
+from desktop.core.tool_spec import Example
 from desktop.core.tools.images import ImageError, fit_image
 from desktop.core.tools.isolation import run_isolated
-from desktop.core.tools.toolbox import Example, Tool, ToolOutput
+from desktop.core.tools.toolbox import Tool, ToolOutput
 
 MAX_READ_BYTES = 1_000_000
 MAX_LISTED = 500

@@ -1,0 +1,59 @@
+"""What a model is told of a tool: its name, description, argument schema and examples.
+
+This is a tool's wire form, apart from the handler that runs it (`tools.toolbox.Tool`, a
+spec with a handler): providers and tracks only ever send specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+
+@dataclass(frozen=True)
+class Example:
+    """A request and the arguments that answer it, shown in the emulated tool prompt."""
+
+    prompt: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    examples: tuple[Example, ...] = field(default=(), kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(c.isalnum() or c in "_-." for c in self.name):
+            raise ValueError(f"tool name {self.name!r}: use letters, digits, '_', '-' or '.'")
+        if self.parameters.get("type", "object") != "object":
+            raise ValueError(f"tool {self.name!r}: parameters must be an object schema")
+        try:
+            jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
+        except jsonschema.SchemaError as exc:
+            problem = exc.message
+            raise ValueError(f"tool {self.name!r}: invalid parameter schema: {problem}") from exc
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.parameters.get("required", []))
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        props = self.parameters.get("properties", {})
+        return dict(props) if isinstance(props, dict) else {}
+
+    def wire_definition(self) -> dict[str, Any]:
+        """The OpenAI-style function definition sent to native backends."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
