@@ -77,8 +77,13 @@ def declared_tools(path: Path) -> list[Tool]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m desktop", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="python -m desktop",
+        description="Loomchat: local models that use tools. With no command, the window opens.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Opened by desktop/__main__.py (this module never imports Qt); listed for --help.
+    commands.add_parser("gui", help="open the desktop window (the default with no command)")
     run = commands.add_parser("run", help="run one turn headless and print its answer or events")
     run.add_argument("--provider", required=True, choices=sorted(BACKENDS), metavar="KIND",
                      help=f"backend kind: {', '.join(sorted(BACKENDS))}")  # fmt: skip
@@ -303,8 +308,12 @@ async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    command = calibrate_command if args.command == "calibrate" else run_command
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    commands = {"run": run_command, "calibrate": calibrate_command}
+    if args.command not in commands:  # `gui`: desktop/__main__.py opens the window
+        parser.error(f"{args.command!r} is not a headless command; run: python -m desktop")
+    command = commands[args.command]
     try:
         return asyncio.run(command(args, sys.stdout, sys.stderr))
     except ValueError as exc:

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -297,3 +298,35 @@ async def test_a_lone_surrogate_from_the_backend_is_replaced_and_the_turn_goes_o
             assert "half \ufffd here" in (
                 out if not events else json.loads(out.splitlines()[-1])["text"]
             )
+
+
+def test_an_unknown_command_is_a_usage_error_not_the_window() -> None:
+    """`python -m desktop anything` used to open the window; now it lists the commands."""
+    code = (
+        "import sys\n"
+        "from desktop.__main__ import main\n"
+        "try:\n    code = main(['anything'])\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "print(code, any(m.startswith('PySide6') for m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["2", "False"]
+    assert "invalid choice: 'anything'" in result.stderr
+    assert "gui" in result.stderr and "run" in result.stderr and "calibrate" in result.stderr
+
+
+def test_help_lists_every_command_and_says_the_window_is_the_default() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "desktop", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0
+    for command in ("gui", "run", "calibrate"):
+        assert f"    {command}" in result.stdout
+    assert "With no command, the window opens" in result.stdout
+
+
+def test_gui_is_no_headless_command() -> None:
+    from desktop.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["gui"])
+    assert exited.value.code == 2
