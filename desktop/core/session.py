@@ -199,7 +199,7 @@ class Session:
         runtime = self.runtime
         builtin = runtime is not None and provider.base_url == runtime.base_url
         file = runtime.model if builtin and runtime is not None else None
-        self.model_key = model_key(_backend_of(provider), provider.model, file)
+        self.model_key = model_key(provider.kind, provider.model, file)
         self._raw = provider
         traced = TracingProvider(provider)
         active, track = on_track(traced, self.settings.track, self.calibration)  # type: ignore[arg-type]
@@ -208,7 +208,7 @@ class Session:
         self.connection = Connection(
             True,
             f"Connected to {provider.label}.{note}",
-            _backend_of(provider),
+            provider.kind,
             provider.base_url,
             provider.model,
             track,
@@ -410,13 +410,3 @@ class Session:
 def _title_from(text: str) -> str:
     first_line = text.strip().splitlines()[0] if text.strip() else "New chat"
     return first_line[:60] + ("…" if len(first_line) > 60 else "")
-
-
-def _backend_of(provider: ProbingProvider) -> str:
-    names = {
-        "OllamaProvider": "ollama",
-        "LMStudioProvider": "lmstudio",
-        "KoboldCppProvider": "koboldcpp",
-        "LlamaCppProvider": "llamacpp",
-    }
-    return names.get(type(provider).__name__, "openai")

@@ -8,9 +8,10 @@ from typing import Any
 
 import httpx
 
+from desktop.core.backend_kind import BackendKind
 from desktop.core.providers.base import ProviderError
 from desktop.core.providers.http import PROBE_TIMEOUT, wire_json
-from desktop.core.providers.registry import BACKENDS, BackendKind, make_provider
+from desktop.core.providers.registry import BACKENDS, make_provider
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, aconnect_sse
 
+from desktop.core.backend_kind import BackendKind
 from desktop.core.messages import without_surrogates
 from desktop.core.providers.base import Capabilities, Features, ProviderError
 
@@ -169,6 +170,7 @@ class HttpProvider:
     by the probe), a client that goes nowhere but the address, and plain error messages."""
 
     name = "server"
+    kind: BackendKind  # each backend's provider says which it is
     features = Features()  # plain chat; a backend's wire format says what more it can do
 
     def __init__(

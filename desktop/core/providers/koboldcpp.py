@@ -54,6 +54,7 @@ BUSY_RETRIES = (0.5, 1.0, 2.0)
 
 class KoboldCppProvider(HttpProvider):
     name = "KoboldCPP"
+    kind = "koboldcpp"
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ from desktop.core.providers.openai_compat import OpenAICompatProvider
 
 
 class LlamaCppProvider(OpenAICompatProvider):
+    kind = "llamacpp"
     # What the OpenAI-compatible server takes, and a GBNF `grammar` in the chat request.
     features = Features(constrains_json=True, reports_token_odds=True, takes_grammar=True)
 

@@ -9,6 +9,8 @@ from desktop.core.providers.openai_compat import OpenAICompatProvider
 
 
 class LMStudioProvider(OpenAICompatProvider):
+    kind = "lmstudio"
+
     def __init__(self, base_url: str = "http://127.0.0.1:1234", model: str = "", **kwargs: Any):
         kwargs.setdefault("name", "LM Studio")
         super().__init__(base_url, model, **kwargs)

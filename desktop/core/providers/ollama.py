@@ -93,6 +93,7 @@ def estimate_tokens(body: dict[str, Any]) -> int:
 
 class OllamaProvider(HttpProvider):
     name = "Ollama"
+    kind = "ollama"
     features = Features(constrains_json=True)  # `format` takes a JSON Schema
 
     def __init__(

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from desktop.core.backend_kind import BackendKind
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import (
     BrokenCall,
@@ -97,6 +98,7 @@ class _CallFragments:
 
 
 class OpenAICompatProvider(HttpProvider):
+    kind: BackendKind = "openai"
     """A `/v1/chat/completions` backend. `name` is what people call it ("llama.cpp server")."""
 
     # response_format with a JSON Schema (llama.cpp, LM Studio); `logprobs` + `top_logprobs`

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
+from desktop.core.backend_kind import BACKEND_KINDS, BackendKind
 from desktop.core.providers.base import Capabilities, Provider
 from desktop.core.providers.koboldcpp import KoboldCppProvider
 from desktop.core.providers.llamacpp import LlamaCppProvider
 from desktop.core.providers.lmstudio import LMStudioProvider
 from desktop.core.providers.ollama import DEFAULT_NUM_CTX, OllamaProvider
 from desktop.core.providers.openai_compat import OpenAICompatProvider
-
-BackendKind = Literal["ollama", "lmstudio", "koboldcpp", "llamacpp", "openai"]
 
 
 @dataclass(frozen=True)
@@ -22,12 +21,16 @@ class Backend:
     default_url: str
 
 
+_NAMES_AND_ADDRESSES: dict[BackendKind, tuple[str, str]] = {
+    "ollama": ("Ollama", "http://127.0.0.1:11434"),
+    "lmstudio": ("LM Studio", "http://127.0.0.1:1234"),
+    "koboldcpp": ("KoboldCPP", "http://127.0.0.1:5001"),
+    "llamacpp": ("llama.cpp server", "http://127.0.0.1:8080"),
+    "openai": ("OpenAI-compatible server", "http://127.0.0.1:8080"),
+}
+# In the order of BACKEND_KINDS; a kind without a name and address is a KeyError at import.
 BACKENDS: dict[str, Backend] = {
-    "ollama": Backend("ollama", "Ollama", "http://127.0.0.1:11434"),
-    "lmstudio": Backend("lmstudio", "LM Studio", "http://127.0.0.1:1234"),
-    "koboldcpp": Backend("koboldcpp", "KoboldCPP", "http://127.0.0.1:5001"),
-    "llamacpp": Backend("llamacpp", "llama.cpp server", "http://127.0.0.1:8080"),
-    "openai": Backend("openai", "OpenAI-compatible server", "http://127.0.0.1:8080"),
+    kind: Backend(kind, *_NAMES_AND_ADDRESSES[kind]) for kind in BACKEND_KINDS
 }
 
 
@@ -36,6 +39,9 @@ class ProbingProvider(Provider, Protocol):
 
     base_url: str
     model: str
+
+    @property
+    def kind(self) -> BackendKind: ...
 
     @property
     def capabilities(self) -> Capabilities: ...

@@ -13,14 +13,13 @@ from typing import Any
 
 import jsonschema
 
+from desktop.core.backend_kind import BACKEND_KINDS
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "backend": {
-            "enum": ["auto", "builtin", "ollama", "lmstudio", "koboldcpp", "llamacpp", "openai"]
-        },
+        "backend": {"enum": ["auto", "builtin", *BACKEND_KINDS]},
         "url": {"type": "string"},
         "model": {"type": "string"},
         "track": {"enum": ["auto", "native", "emulated"]},

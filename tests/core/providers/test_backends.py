@@ -2,6 +2,7 @@
 
 import pytest
 
+from desktop.core.backend_kind import BACKEND_KINDS
 from desktop.core.providers.base import Capabilities, ProviderError
 from desktop.core.providers.discovery import discover
 from desktop.core.providers.koboldcpp import KoboldCppProvider
@@ -10,8 +11,9 @@ from desktop.core.providers.lmstudio import LMStudioProvider
 from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.providers.probing import CapabilityCache
-from desktop.core.providers.registry import make_provider
+from desktop.core.providers.registry import BACKENDS, make_provider
 from desktop.core.runtime import free_port
+from desktop.core.storage.settings import SCHEMA
 from desktop.core.tracks.choice import on_track, prepare
 from desktop.core.tracks.constrained import ConstrainedTools
 from desktop.core.tracks.native import NativeTools
@@ -29,6 +31,10 @@ def test_each_kind_gets_its_provider_and_default_address() -> None:
     for kind, (cls, url) in expected.items():
         provider = make_provider(kind)
         assert type(provider) is cls and provider.base_url == url
+        assert provider.kind == kind  # the provider says which backend it is
+    assert list(expected) == list(BACKEND_KINDS) == list(BACKENDS)
+    backend_choices = SCHEMA["properties"]["backend"]["enum"]
+    assert backend_choices == ["auto", "builtin", *BACKEND_KINDS]  # settings take every kind
     with pytest.raises(ValueError, match="unknown backend"):
         make_provider("vllm2")
 

@@ -1,0 +1,9 @@
+"""The kinds of backend Loomchat talks to: the one list that the provider registry, the
+settings file's schema and the CLI's `--provider` choices are all built from."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+BackendKind = Literal["ollama", "lmstudio", "koboldcpp", "llamacpp", "openai"]
+BACKEND_KINDS: tuple[BackendKind, ...] = get_args(BackendKind)
