@@ -275,8 +275,7 @@ async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) 
     try:
         if not provider.model and (models := await provider.list_models()):
             provider.model = models[0]
-        probed = await CapabilityCache().capabilities(provider)
-        provider.capabilities = probed.capabilities
+        probed = await CapabilityCache().apply(provider)
 
         def progress(done: int, total: int) -> None:
             filled = done * 30 // total

@@ -194,8 +194,7 @@ class Session:
             return self.connection
         if not provider.model and models:
             provider.model = models[0]
-        probed = await self.cache.capabilities(provider)
-        provider.capabilities = probed.capabilities
+        probed = await self.cache.apply(provider)
         runtime = self.runtime
         builtin = runtime is not None and provider.base_url == runtime.base_url
         file = runtime.model if builtin and runtime is not None else None

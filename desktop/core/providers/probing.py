@@ -39,3 +39,10 @@ class CapabilityCache:
             result = ProbeResult(Capabilities(), f"Could not ask what the model supports: {exc}")
         self._entries[key] = (result, self.clock() + self.retry_after_s)
         return result
+
+    async def apply(self, provider: ProbingProvider) -> ProbeResult:
+        """Probe (cached) and give the provider what its model supports: the one way
+        every caller learns a model's capabilities before choosing its track."""
+        probed = await self.capabilities(provider)
+        provider.capabilities = probed.capabilities
+        return probed

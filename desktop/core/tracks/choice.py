@@ -28,8 +28,7 @@ async def prepare(
     provider: ProbingProvider, track: Track, cache: CapabilityCache
 ) -> tuple[Provider, Literal["native", "emulated"], ProbeResult]:
     """Probe (cached), apply the capabilities, and put the provider on its track."""
-    probed = await cache.capabilities(provider)
-    provider.capabilities = probed.capabilities
+    probed = await cache.apply(provider)
     active, chosen = on_track(provider, track)
     return active, chosen, probed
 
