@@ -15,11 +15,10 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, assert_never
 
 from desktop.core.events import (
     Event,
-    RejectionStage,
     TextDelta,
     ThinkingDelta,
     ToolCallParsed,
@@ -31,8 +30,10 @@ from desktop.core.events import (
     TurnWarning,
     Usage,
 )
+from desktop.core.judge import Judge
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 from desktop.core.messages import Image, Message, ToolCall, without_surrogates
+from desktop.core.offer import ToolOffer
 from desktop.core.providers.base import (
     Notice,
     Provider,
@@ -41,10 +42,18 @@ from desktop.core.providers.base import (
     RequestOptions,
     TextChunk,
     ThinkingChunk,
+    TokenOdds,
     UsageReport,
 )
 from desktop.core.tools.dedupe import Deduplicator
-from desktop.core.tools.toolbox import Approver, Outcome, Toolbox, limit_content, size_problem
+from desktop.core.tools.toolbox import (
+    Approver,
+    Outcome,
+    Tool,
+    Toolbox,
+    limit_content,
+    size_problem,
+)
 
 # Ends a tool result with images, for a model that cannot see them.
 NOT_SEEN = "The user sees the image in the chat."
@@ -74,10 +83,16 @@ class LoopSettings:
 class _Step:
     """What one step adds to the conversation, and what it decides about the next."""
 
-    messages: list[Message] = field(default_factory=list)
+    number: int
+    calls: list[ToolCall] = field(default_factory=list)
     results: dict[str, Message] = field(default_factory=dict)
+    notes: list[str] = field(
+        default_factory=list
+    )  # why calls that could not be parsed were not run
     images: list[tuple[str, Image]] = field(default_factory=list)
-    duplicate: bool = False
+    runnable: list[ToolCall] = field(default_factory=list)
+    direct_answer: str | None = None
+    repeated: bool = False
     invalid: bool = False
 
 
@@ -96,9 +111,14 @@ async def run_turn(
     an approver they are declined. Whatever goes wrong, the turn ends with `TurnFinished`
     or `TurnFailed`: nothing a model, a tool or a backend sends escapes as an exception.
     """
+    settings = settings or LoopSettings()
+    dedupe = dedupe or Deduplicator()
+    dedupe.new_turn()
+    judge = Judge(toolbox, settings.max_tool_calls, dedupe, approver)
+    offer = ToolOffer(toolbox, settings.invalid_call_retries)
     step = 0
     try:
-        turn = _turn(provider, toolbox, conversation, settings, dedupe, approver)
+        turn = _turn(provider, conversation, settings.options, judge, offer)
         async with aclosing(turn) as events:
             async for event in events:
                 step = event.step
@@ -111,166 +131,165 @@ async def run_turn(
 
 async def _turn(
     provider: Provider,
-    toolbox: Toolbox,
     conversation: list[Message],
-    settings: LoopSettings | None,
-    dedupe: Deduplicator | None,
-    approver: Approver | None,
+    options: RequestOptions,
+    judge: Judge,
+    offer: ToolOffer,
 ) -> AsyncGenerator[Event, None]:
-    settings = settings or LoopSettings()
-    dedupe = dedupe or Deduplicator()
-    dedupe.new_turn()
-    spent = 0
-    invalid_retries = settings.invalid_call_retries
-    offer_tools = len(toolbox) > 0
-    withdrawn = ""  # why tools were withdrawn, for the hard stop's message
-    step = 0
+    """Ask; finish on text; refuse every call once tools are withdrawn; judge the calls,
+    run those that may run, commit the step; finish on a direct answer, or ask again."""
+    number = 0
     while True:
-        tools = list(toolbox) if offer_tools else []
-        options = settings.options
-        if not offer_tools and len(toolbox):  # a track may keep them in the prompt
-            options = replace(options, withdrawn_tools=tuple(toolbox))
         reply: Reply | None = None
-        try:
-            async with aclosing(provider.stream(conversation, tools, options)) as stream:
-                async for chunk in stream:
-                    if isinstance(chunk, TextChunk):
-                        yield TextDelta(step, chunk.text)
-                    elif isinstance(chunk, ThinkingChunk):
-                        yield ThinkingDelta(step, chunk.text)
-                    elif isinstance(chunk, UsageReport):
-                        yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
-                    elif isinstance(chunk, Notice):
-                        yield TurnWarning(step, chunk.message)
-                    elif isinstance(chunk, Reply):
-                        reply = chunk
-        except ProviderError as exc:
-            yield TurnFailed(step, str(exc))
-            return
-        except Exception as exc:  # a bug must still end the turn with a message, not hang the UI
-            yield TurnFailed(step, f"Unexpected error from {provider.label}: {exc!r}")
-            return
+        tools = offer.tools
+        async for event in _ask(provider, conversation, tools, offer.options(options), number):
+            if isinstance(event, Reply):
+                reply = event
+            else:
+                yield event
+                if isinstance(event, TurnFailed):
+                    return
         if reply is None:
-            yield TurnFailed(step, f"{provider.label} ended its answer without finishing it.")
+            yield TurnFailed(number, f"{provider.label} ended its answer without finishing it.")
             return
-
         if not reply.tool_calls and not reply.broken_calls:
             conversation.append(Message.assistant(reply.text))
-            yield TurnFinished(step, reply.text)
+            yield TurnFinished(number, reply.text)
             return
-
         if not tools:
-            # Tools were withdrawn and the model still calls one: a hard stop, never a loop.
-            stop = f"{withdrawn}, and the model kept calling tools."
-            for call in reply.tool_calls:
-                yield ToolRejected(
-                    step, call.name, _keepable(call.arguments), f"Not run: {stop}", "withdrawn",
-                    call.id,
-                )  # fmt: skip
-            for broken in reply.broken_calls:
-                yield ToolRejected(
-                    step, broken.name, _keepable(broken.arguments), f"Not run: {stop}", "withdrawn"
-                )
-            if reply.text.strip():
-                conversation.append(Message.assistant(reply.text))
-                yield TurnFinished(step, reply.text)
-            else:
-                yield TurnFailed(step, f"Stopped: {stop}")
+            async for event in _refuse_all(reply, offer.withdrawn, conversation, number):
+                yield event
             return
-
-        outcome = _Step()
-        kept = [_kept(call, toolbox) for call in reply.tool_calls]
-        too_large = {call.id: reason for call, reason in kept if reason is not None}
-        calls = [call for call, _ in kept]
-        outcome.messages.append(Message.assistant(reply.text, calls))
-        runnable: list[ToolCall] = []
-        for call in calls:
-            yield ToolCallParsed(step, call.id, call.name, call.arguments)
-            reason: str | None = None
-            stage: RejectionStage = "validation"
-            if spent >= settings.max_tool_calls:
-                reason = f"Not run: the limit of {settings.max_tool_calls} tool calls was reached."
-                stage = "limit"
-            else:
-                spent += 1
-                reason = too_large.get(call.id) or toolbox.validate(call.name, call.arguments)
-                tool = toolbox.get(call.name)
-                if reason is not None and tool is not None:
-                    outcome.invalid = True
-                if reason is None and tool is not None:
-                    refusal = dedupe.check(tool, call.arguments)
-                    if refusal is None:
-                        dedupe.record(tool, call.arguments)
-                    else:
-                        reason, stage = refusal.reason, refusal.kind
-                        outcome.duplicate = outcome.duplicate or refusal.kind == "repeat"
-                if reason is None and tool is not None and tool.needs_approval:
-                    approved = approver is not None and await approver(call, tool)
-                    if not approved:
-                        reason, stage = f"The user declined this call to {tool.name}.", "denied"
-            if reason is not None:
-                yield ToolRejected(step, call.name, call.arguments, reason, stage, call.id)
-                outcome.results[call.id] = Message.tool(
-                    call.id, call.name, reason, rejected=True, meta={"stage": stage}
-                )
-            else:
-                runnable.append(call)
-        broken_notes = []
-        for broken in reply.broken_calls:
-            spent += 1
-            shown = _keepable(broken.arguments)
-            yield ToolRejected(step, broken.name, shown, broken.reason, "parse")
-            broken_notes.append(f"Your call to {broken.name} was not run: {broken.reason}")
-            outcome.invalid = True
-
-        direct_answer: str | None = None
-        async with aclosing(_run_all(toolbox, runnable, step)) as stream:
-            async for result in stream:
-                yield result
-                if isinstance(result, ToolStarted):
-                    continue
-                meta = {
-                    "duration_ms": result.duration_ms,
-                    "error": result.error,
-                    "images": [image.to_dict() for image in result.images],
-                }
-                content = result.content
-                if result.images and not provider.capabilities.vision:
-                    # Said where it reads naturally: a separate note about what the model
-                    # cannot see was copied into answers word for word.
-                    content += f"\n{NOT_SEEN}"
-                    meta["sent_to_model"] = False
-                outcome.results[result.id] = Message.tool(
-                    result.id, result.name, content, meta=meta
-                )
-                outcome.images.extend((result.name, image) for image in result.images)
-                tool = toolbox.get(result.name)
-                if tool is not None and tool.direct_output and result.error is None:
-                    direct_answer = direct_answer if direct_answer is not None else result.content
-
-        outcome.messages.extend(outcome.results[c.id] for c in calls)
-        if broken_notes:
-            outcome.messages.append(Message.user("\n".join(broken_notes)))
-        if outcome.images and provider.capabilities.vision:
-            outcome.messages.append(_images_message(outcome.images))
-        conversation.extend(outcome.messages)
-
-        if direct_answer is not None:
-            conversation.append(Message.assistant(direct_answer))
-            yield TurnFinished(step, direct_answer)
+        step = _Step(number)
+        async for event in _judge_calls(reply, judge, offer.toolbox, step):
+            yield event
+        async for event in _run_calls(offer.toolbox, provider.capabilities.vision, step):
+            yield event
+        conversation.extend(_committed(reply.text, step, provider.capabilities.vision))
+        if step.direct_answer is not None:
+            conversation.append(Message.assistant(step.direct_answer))
+            yield TurnFinished(number, step.direct_answer)
             return
+        limit = judge.max_calls if judge.spent_all else None
+        offer.after_step(limit=limit, repeated=step.repeated, invalid=step.invalid)
+        number += 1
 
-        if spent >= settings.max_tool_calls:
-            offer_tools = False
-            withdrawn = f"tools were withdrawn after {settings.max_tool_calls} tool calls"
-        elif outcome.duplicate:
-            offer_tools = False
-            withdrawn = "tools were withdrawn after a repeated call"
-        elif outcome.invalid:
-            offer_tools = invalid_retries > 0
-            invalid_retries -= 1
-            withdrawn = "tools were withdrawn after invalid calls"
-        step += 1
+
+async def _ask(
+    provider: Provider,
+    conversation: list[Message],
+    tools: list[Tool],
+    options: RequestOptions,
+    step: int,
+) -> AsyncGenerator[Event | Reply, None]:
+    """The model's answer as turn events, then its `Reply`; or `TurnFailed`."""
+    try:
+        async with aclosing(provider.stream(conversation, tools, options)) as stream:
+            async for chunk in stream:
+                match chunk:
+                    case TextChunk():
+                        yield TextDelta(step, chunk.text)
+                    case ThinkingChunk():
+                        yield ThinkingDelta(step, chunk.text)
+                    case UsageReport():
+                        yield Usage(step, chunk.prompt_tokens, chunk.completion_tokens)
+                    case Notice():
+                        yield TurnWarning(step, chunk.message)
+                    case TokenOdds():
+                        pass  # read by the tracks' call gate, not shown
+                    case Reply():
+                        yield chunk
+                    case _:
+                        assert_never(chunk)
+    except ProviderError as exc:
+        yield TurnFailed(step, str(exc))
+    except Exception as exc:  # a bug must still end the turn with a message, not hang the UI
+        yield TurnFailed(step, f"Unexpected error from {provider.label}: {exc!r}")
+
+
+async def _refuse_all(
+    reply: Reply, withdrawn: str, conversation: list[Message], step: int
+) -> AsyncGenerator[Event, None]:
+    """Tools were withdrawn and the model still calls one: a hard stop, never a loop."""
+    stop = f"{withdrawn}, and the model kept calling tools."
+    for call in reply.tool_calls:
+        shown = _keepable(call.arguments)
+        yield ToolRejected(step, call.name, shown, f"Not run: {stop}", "withdrawn", call.id)
+    for broken in reply.broken_calls:
+        shown = _keepable(broken.arguments)
+        yield ToolRejected(step, broken.name, shown, f"Not run: {stop}", "withdrawn")
+    if reply.text.strip():
+        conversation.append(Message.assistant(reply.text))
+        yield TurnFinished(step, reply.text)
+    else:
+        yield TurnFailed(step, f"Stopped: {stop}")
+
+
+async def _judge_calls(
+    reply: Reply, judge: Judge, toolbox: Toolbox, step: _Step
+) -> AsyncGenerator[Event, None]:
+    """Each call parsed, then judged: the refused get their reason as their result."""
+    kept = [_kept(call, toolbox) for call in reply.tool_calls]
+    too_large = {call.id: reason for call, reason in kept if reason is not None}
+    step.calls = [call for call, _ in kept]
+    for call in step.calls:
+        yield ToolCallParsed(step.number, call.id, call.name, call.arguments)
+        verdict = await judge.judge(call, too_large.get(call.id))
+        if verdict is None:
+            step.runnable.append(call)
+            continue
+        step.invalid = step.invalid or verdict.fixable
+        step.repeated = step.repeated or verdict.stage == "repeat"
+        yield ToolRejected(
+            step.number, call.name, call.arguments, verdict.reason, verdict.stage, call.id
+        )
+        step.results[call.id] = Message.tool(
+            call.id, call.name, verdict.reason, rejected=True, meta={"stage": verdict.stage}
+        )
+    for broken in reply.broken_calls:
+        judge.spend_broken()
+        shown = _keepable(broken.arguments)
+        yield ToolRejected(step.number, broken.name, shown, broken.reason, "parse")
+        step.notes.append(f"Your call to {broken.name} was not run: {broken.reason}")
+        step.invalid = True
+
+
+async def _run_calls(toolbox: Toolbox, vision: bool, step: _Step) -> AsyncGenerator[Event, None]:
+    """Run the calls that may run, at once; each result joins the step as it comes."""
+    async with aclosing(_run_all(toolbox, step.runnable, step.number)) as stream:
+        async for result in stream:
+            yield result
+            if isinstance(result, ToolStarted):
+                continue
+            meta = {
+                "duration_ms": result.duration_ms,
+                "error": result.error,
+                "images": [image.to_dict() for image in result.images],
+            }
+            content = result.content
+            if result.images and not vision:
+                # Said where it reads naturally: a separate note about what the model
+                # cannot see was copied into answers word for word.
+                content += f"\n{NOT_SEEN}"
+                meta["sent_to_model"] = False
+            step.results[result.id] = Message.tool(result.id, result.name, content, meta=meta)
+            step.images.extend((result.name, image) for image in result.images)
+            tool = toolbox.get(result.name)
+            direct = tool is not None and tool.direct_output and result.error is None
+            if direct and step.direct_answer is None:
+                step.direct_answer = result.content
+
+
+def _committed(text: str, step: _Step, vision: bool) -> list[Message]:
+    """What the step adds to the conversation, all at once: the calls, their results in
+    the calls' order, the notes on calls that could not be parsed, the images."""
+    messages = [Message.assistant(text, step.calls)]
+    messages.extend(step.results[c.id] for c in step.calls)
+    if step.notes:
+        messages.append(Message.user("\n".join(step.notes)))
+    if step.images and vision:
+        messages.append(_images_message(step.images))
+    return messages
 
 
 def _kept(call: ToolCall, toolbox: Toolbox) -> tuple[ToolCall, str | None]:

@@ -22,10 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.core.events import RejectionStage
 from desktop.core.tracing import TurnTrace
 from desktop.core.tracks.constrained import call_odds
 
-VERDICTS = {
+VERDICTS: dict[RejectionStage, str] = {
     "parse": "could not be parsed",
     "validation": "invalid (name or arguments)",
     "repeat": "refused by dedupe: an exact repeat",

@@ -70,3 +70,13 @@ def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-unty
         "weather__forecast: matches the request (2.4)\ndb__query: pinned\n"
         "(48 more left out: they did not fit the request.)"
     )
+
+
+def test_every_rejection_stage_has_its_verdict_label() -> None:
+    """The judge's stages and the inspector's labels are one vocabulary."""
+    from typing import get_args
+
+    from desktop.core.events import RejectionStage
+    from desktop.ui.inspector import VERDICTS
+
+    assert set(VERDICTS) == set(get_args(RejectionStage))
