@@ -51,7 +51,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from desktop.core.calibration import Calibration, Calibrator
+from desktop.core.calibration.calibrator import Calibrator
+from desktop.core.calibration.card import Calibration
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
 from desktop.core.providers.probing import CapabilityCache

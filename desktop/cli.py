@@ -17,7 +17,8 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, TextIO
 
-from desktop.core.calibration import CALIBRATIONS_FILE, CalibrationStore, Calibrator, model_key
+from desktop.core.calibration.calibrator import Calibrator
+from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
 from desktop.core.events import (
     Event,
     TextDelta,

@@ -9,13 +9,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from desktop.core.calibration import (
-    Calibration,
-    CalibrationStore,
-    Calibrator,
-    Progress,
-    model_key,
-)
+from desktop.core.calibration.calibrator import Calibrator, Progress
+from desktop.core.calibration.card import Calibration
+from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, ToolCall

@@ -18,7 +18,7 @@ os.environ.setdefault("QT_API", "pyside6")
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from desktop.core.calibration import CALIBRATIONS_FILE, CalibrationStore
+from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore
 from desktop.core.messages import ToolCall
 from desktop.core.session import Connection, Session
 from desktop.core.storage.chats import ChatStore, set_aside

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import __version__
-from desktop.core.calibration import Calibration
+from desktop.core.calibration.card import Calibration
 from desktop.core.events import ToolResult
 from desktop.core.messages import Image
 from desktop.core.runtime import bundled_model_available

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.calibration import Calibration
+from desktop.core.calibration.card import Calibration
 from desktop.core.providers.base import ProviderError
 from desktop.core.providers.discovery import discover
 from desktop.core.providers.registry import BACKENDS, make_provider

@@ -257,7 +257,7 @@ async def test_the_last_step_keeps_the_cached_prompt(llama_server: LlamaServer) 
 async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:
     """A short calibration over the real model with one tool: it answers every question,
     reads real odds, and says how it called."""
-    from desktop.core.calibration import Calibrator
+    from desktop.core.calibration.calibrator import Calibrator
 
     weather = Weather().tool
     examples = (Example("What's the weather in Paris?", {"city": "Paris"}),

@@ -108,9 +108,9 @@ async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None
 
 
 async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path) -> None:
-    from desktop.core.calibration import CalibrationStore
+    from desktop.core.calibration.store import CalibrationStore
     from desktop.core.tracks.constrained import ConstrainedTools
-    from tests.core.test_calibration import TOOLS, sure_model
+    from tests.core.calibration.samples import TOOLS, sure_model
 
     store = ChatStore(tmp_path / "chats.db")
     kept = CalibrationStore(tmp_path / "calibrations.json")
@@ -134,7 +134,7 @@ async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path)
 
 async def test_a_chat_pauses_the_calibration(tmp_path: Path) -> None:
     """While a turn runs, no calibration question reaches the model."""
-    from tests.core.test_calibration import TOOLS, sure_model
+    from tests.core.calibration.samples import TOOLS, sure_model
 
     store = ChatStore(tmp_path / "chats.db")
     session = Session(Settings(), store, SecretStore(), tools=TOOLS)

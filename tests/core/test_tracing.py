@@ -3,7 +3,7 @@
 import json
 from typing import Any
 
-from desktop.core.calibration import Calibration, TrackScore
+from desktop.core.calibration.card import Calibration, TrackScore
 from desktop.core.loop import run_turn
 from desktop.core.messages import Image, Message
 from desktop.core.tools.toolbox import Tool, Toolbox

@@ -515,7 +515,7 @@ def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
     qtbot: Any, make_window: WindowFactory
 ) -> None:
     from desktop.core.tools.builtin import builtin_tools
-    from tests.core.test_calibration import sure_model
+    from tests.core.calibration.samples import sure_model
 
     model = sure_model(tools=builtin_tools(None))
     window, _ = make_window(model, calibrate=True)

@@ -1,0 +1,121 @@
+"""Running a calibration: pausable whenever a chat needs the model, cancellable."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import date
+from functools import partial
+
+from desktop.core.calibration.card import Calibration, TrackScore
+from desktop.core.calibration.questions import FULL_ANSWERS, Case, TrackName, cases_for
+from desktop.core.calibration.scoring import Answer, answer, choose_bar, opening, score
+from desktop.core.providers.base import Provider
+from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.native import NativeTools
+
+Progress = Callable[[int, int], None]
+
+
+class Calibrator:
+    """One calibration run over a provider (the raw backend, not on a track), pausable.
+
+    `pause()` cancels the question in flight and holds the run until `resume()`; that
+    question is asked again then. Cancelling the task that runs `run()` ends it."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        tools: Sequence[ToolSpec],
+        model: str,
+        *,
+        native: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.provider = provider
+        self.cases = cases_for(tools)
+        self.model = model
+        self.native = native
+        self.progress = progress or (lambda done, total: None)
+        self._may_run = asyncio.Event()
+        self._may_run.set()
+        self._current: asyncio.Future[Answer] | None = None
+
+    def pause(self) -> None:
+        self._may_run.clear()
+        if self._current is not None:
+            self._current.cancel()
+
+    def resume(self) -> None:
+        self._may_run.set()
+
+    async def run(self) -> Calibration:
+        """Every question read at its opening on the gated track (its bar comes from
+        these), a few answered in full (how good the calls are), and the same few on the
+        native track where there is one; the better track is kept."""
+        if not self.cases:
+            raise ValueError("no tool has examples to calibrate with")
+        started = time.perf_counter()
+        due = [c for c in self.cases if c.due]
+        quiet = [c for c in self.cases if not c.due]
+        few = due[:FULL_ANSWERS] + quiet[:FULL_ANSWERS]
+        gated = self.provider.features.constrains_json
+        first: TrackName = "constrained" if gated else "emulated"
+        track = ConstrainedTools(self.provider)
+        plan: list[tuple[TrackName, str, Case]] = []
+        if gated:
+            plan += [(first, "opening", c) for c in self.cases]
+            plan += [(first, "full", c) for c in due[:FULL_ANSWERS]]
+        else:  # no constrained decoding: no odds to weigh, the tolerant parser's answers
+            plan += [(first, "full", c) for c in few]
+        if self.native:
+            plan += [("native", "full", c) for c in few]
+        native = NativeTools(self.provider)
+        decided: list[Answer] = []
+        full: dict[TrackName, list[Answer]] = {first: [], "native": []}
+        for done, (name, how, case) in enumerate(plan, start=1):
+            if how == "opening":
+                decided.append(await self._ask(partial(opening, track, case)))
+            else:
+                provider: Provider = native if name == "native" else track
+                full[name].append(await self._ask(partial(answer, provider, case)))
+            self.progress(done, len(plan))
+        if not gated:
+            decided = full[first]
+        bar = choose_bar(decided)
+        scores = [TrackScore.of(first, decided, bar, full[first])]
+        chosen = first
+        if self.native:
+            scores.append(TrackScore.of("native", full["native"], bar))
+            # Compared on the questions both answered.
+            asked = self.cases if gated else few
+            same = [a for a, c in zip(decided, asked, strict=True) if c in few]
+            if score(full["native"], bar) > score(same, bar):
+                chosen = "native"
+        return Calibration(
+            self.model,
+            date.today().isoformat(),
+            chosen,
+            bar,
+            tuple(scores),
+            len(self.cases),
+            round(time.perf_counter() - started, 1),
+            any(a.odds is not None for a in decided),
+        )
+
+    async def _ask(self, question: Callable[[], Awaitable[Answer]]) -> Answer:
+        while True:
+            await self._may_run.wait()
+            self._current = asyncio.ensure_future(question())
+            try:
+                return await self._current
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    self._current.cancel()
+                    raise  # the run itself was cancelled
+                # paused by a chat: ask this question again once the chat is done
+            finally:
+                self._current = None

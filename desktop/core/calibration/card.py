@@ -1,0 +1,130 @@
+"""The result of a calibration: a model's reliability card."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from desktop.core.calibration.questions import TrackName
+from desktop.core.calibration.scoring import Answer, score
+
+
+@dataclass(frozen=True)
+class TrackScore:
+    """How one track did on the calibration questions (with its bar, for the gated one)."""
+
+    track: TrackName
+    due_right: int
+    due: int
+    parallel_right: int
+    parallel: int
+    quiet_right: int  # no call where none fits
+    quiet: int
+    invalid: int
+    cut_off: int
+    calls: int
+    tokens_per_call: float
+    seconds_per_call: float
+    score: float  # balanced accuracy
+    arguments_right: int = 0  # of the due calls made, those with the example's arguments
+    answered_in_full: int = 0  # the due questions answered in full (arguments checked)
+
+    @classmethod
+    def of(
+        cls,
+        track: TrackName,
+        decisions: Sequence[Answer],
+        bar: float,
+        calls: Sequence[Answer] | None = None,
+    ) -> TrackScore:
+        """The track's score at `bar`: whether it calls where it should from `decisions`,
+        how good its calls are from `calls` (answers in full; `decisions` if they are)."""
+        calls = decisions if calls is None else calls
+        due = [a for a in decisions if a.due]
+        quiet = [a for a in decisions if not a.due]
+        parallel = [a for a in calls if a.kind == "calls"]
+        calling = [a for a in calls if a.called and a.calls]
+        made = sum(a.calls for a in calling)
+        full_due = [a for a in calls if a.due]
+        return cls(
+            track,
+            sum(a.right_at(bar) for a in due),
+            len(due),
+            sum(a.right_at(bar) for a in parallel),
+            len(parallel),
+            sum(a.right_at(bar) for a in quiet),
+            len(quiet),
+            sum(a.invalid for a in calls),
+            sum(a.cut_off for a in calls),
+            made,
+            round(sum(a.completion_tokens for a in calling) / made, 1) if made else 0.0,
+            round(sum(a.seconds for a in calling) / made, 2) if made else 0.0,
+            round(score(decisions, bar), 4),
+            sum(a.arguments_right and a.right_at(bar) for a in full_due),
+            len(full_due),
+        )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A model's reliability card: the track and bar chosen, and how each track did."""
+
+    model: str
+    day: str  # ISO date
+    track: TrackName
+    bar: float  # the call gate's bar on the emulated track
+    scores: tuple[TrackScore, ...]
+    cases: int
+    seconds: float
+    odds_reported: bool = True  # False: the backend gives no token odds, so no gate
+
+    @property
+    def chosen(self) -> TrackScore:
+        return next(s for s in self.scores if s.track == self.track)
+
+    @property
+    def source(self) -> str:
+        return f"calibrated {self.day}"
+
+    @property
+    def model_name(self) -> str:
+        """The model as a person knows it: the file's name, or the served model's."""
+        kind, _, rest = self.model.partition(":")
+        if kind == "file":
+            return rest.rsplit(":", 1)[0]
+        return Path(rest).name or rest or self.model
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "scores": [asdict(s) for s in self.scores]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibration:
+        scores = tuple(TrackScore(**s) for s in data["scores"])
+        return cls(**{**data, "scores": scores})
+
+    def card(self) -> list[tuple[str, str]]:
+        """The card's rows, as the Settings dialog and the CLI show them."""
+        s = self.chosen
+        gate = f"bar {self.bar:.2f}" if self.odds_reported else "no odds from this backend"
+        rows = [
+            ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
+            ("Calls right where one is due", _share(s.due_right, s.due)),
+            ("… with the expected arguments", _share(s.arguments_right, s.answered_in_full)),
+            ("Parallel calls right", _share(s.parallel_right, s.parallel)),
+            ("No call where none fits", _share(s.quiet_right, s.quiet)),
+            ("Invalid or cut-off calls", f"{s.invalid} invalid, {s.cut_off} cut off"),
+            ("Per call", f"{s.tokens_per_call:.0f} tokens, {s.seconds_per_call:.1f} s"),
+        ]
+        others = [o for o in self.scores if o.track != self.track]
+        rows += [
+            (f"{o.track.capitalize()} track", f"{o.score:.0%} right, against {s.score:.0%}")
+            for o in others
+        ]
+        rows.append(("Measured", f"{self.day}, {self.cases} questions, {self.seconds:.0f} s"))
+        return rows
+
+
+def _share(right: int, total: int) -> str:
+    return f"{right} of {total} ({right / total:.0%})" if total else "none asked"

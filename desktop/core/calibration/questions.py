@@ -1,0 +1,159 @@
+"""The calibration questions, built from the offered tools themselves: a call due alone,
+beside other tools, two at once, after earlier turns; and no call due: the request with its
+tool withheld, chit-chat, a near-miss, a question the last result answers."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import RequestOptions
+from desktop.core.tool_spec import Example, ToolSpec
+
+CaseKind = Literal["call", "calls", "distracted", "later", "unfit", "chat", "near-miss", "answered"]
+TrackName = Literal["constrained", "emulated", "native"]
+
+# Questions read at their opening (a second or two each): enough to place a bar (half of
+# them with a call due), few enough for a 0.5B model on two CPU cores in about two minutes.
+MAX_CASES = 40
+# Of those, this many due and as many not are answered in full, for the card and for the
+# native track.
+FULL_ANSWERS = 6
+# At most this many tools beside a question: as many as a turn offers when tool selection
+# picks (tool_selection.py), so that a few hundred tools still make short prompts.
+OFFERED = 4
+# Requests no tool serves: the model should answer them in words.
+CHIT_CHAT = (
+    "Tell me a short joke.",
+    "Hi! How are you today?",
+    "Write a two-line poem about autumn.",
+    "Thanks, that is all I needed.",
+    "What does the word 'ephemeral' mean?",
+    "Give me one tip for sleeping better.",
+)
+# Each calibration question runs with the same seed and temperature 0: a calibration is a
+# measurement, the same on every run.
+OPTIONS = RequestOptions(temperature=0, seed=11, max_tokens=256)
+# The call gate may turn at most this share of right calls into text answers: a call
+# that is due is what tools are for. Below that it turns down all the unwanted calls it can.
+KEEP_RIGHT_CALLS = 0.9
+# Where no call is due and the track cannot stop at the answer's opening, this many tokens
+# show whether it calls (a call cut short still counts as one).
+QUIET_TOKENS = 48
+
+
+@dataclass(frozen=True)
+class Case:
+    """One calibration question: the conversation, the tools offered, and the calls that
+    answer it (none where the model should answer in words)."""
+
+    kind: CaseKind
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    expected: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    @property
+    def due(self) -> bool:
+        return bool(self.expected)
+
+
+def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
+    """Calibration questions built from `tools`: each example gives a call that is due
+    (alone, with other tools beside it, two at once, after earlier turns) and a request no
+    offered tool fits
+    (its own tool withheld); chit-chat, a near-miss about a tool, and a question the last
+    result answers need no call. Half the cases, at most, are due calls."""
+    rng = random.Random(seed)
+    examples = [(tool, example) for tool in tools for example in tool.examples[:2]]
+    rng.shuffle(examples)
+    due: list[Case] = []
+    quiet: list[Case] = []
+    for tool, example in examples:
+        others = [t for t in tools if t.name != tool.name]
+        expected: tuple[tuple[str, dict[str, Any]], ...] = ((tool.name, dict(example.arguments)),)
+        ask = (Message.user(example.prompt),)
+        fresh = _without(tool, example)
+        due.append(Case("call", ask, (fresh,), expected))
+        if others:
+            beside = rng.sample(others, min(OFFERED - 1, len(others)))
+            due.append(Case("distracted", ask, tuple(_in_order(tools, [fresh, *beside])), expected))
+            withheld = rng.sample(others, min(OFFERED - 1, len(others)))
+            quiet.append(Case("unfit", ask, tuple(_in_order(tools, withheld)), ()))
+    for (one, first), (two, second) in zip(examples[::2], examples[1::2], strict=False):
+        # Deep in a conversation: asked after a turn with a call and its result, and one of
+        # chit-chat (models call less surely there).
+        before = (
+            *_a_turn_with_a_call(two, second),
+            Message.user(CHIT_CHAT[len(due) % len(CHIT_CHAT)]),
+            Message.assistant("Sure, here you go."),
+        )
+        expected = ((one.name, dict(first.arguments)),)
+        offered = _in_order(tools, [_without(one, first), *([two] if two.name != one.name else [])])
+        due.append(Case("later", (*before, Message.user(first.prompt)), tuple(offered), expected))
+        if one.name != two.name:
+            both = Message.user(f"{first.prompt.rstrip('.?! ')}. Also: {second.prompt}")
+            expected = ((one.name, dict(first.arguments)), (two.name, dict(second.arguments)))
+            pair = [_without(one, first), _without(two, second)]
+            due.append(Case("calls", (both,), tuple(_in_order(tools, pair)), expected))
+
+    def a_few(*kept: ToolSpec) -> tuple[ToolSpec, ...]:
+        """Up to OFFERED tools, as a turn offers them (all of few, a selection of many)."""
+        rest = [t for t in tools if t not in kept]
+        return tuple(
+            _in_order(tools, [*kept, *rng.sample(rest, min(len(rest), OFFERED - len(kept)))])
+        )
+
+    quiet += [Case("chat", (Message.user(text),), a_few()) for text in CHIT_CHAT]
+    for tool, example in examples:
+        about = tool.name.replace("_", " ").replace("-", " ")
+        question = Message.user(f"In a sentence: what is {about} good for?")
+        quiet.append(Case("near-miss", (question,), a_few(tool)))
+        conversation = (*_a_turn_with_a_call(tool, example), Message.user("Thanks! Did it work?"))
+        quiet.append(Case("answered", conversation, a_few(tool)))
+    rng.shuffle(due)
+    rng.shuffle(quiet)
+    quiet_count = min(len(quiet), max(MAX_CASES // 2, MAX_CASES - len(due)))
+    chosen = _by_kind(due, MAX_CASES - quiet_count) + _by_kind(quiet, quiet_count)
+    rng.shuffle(chosen)
+    return chosen
+
+
+def _a_turn_with_a_call(tool: ToolSpec, example: Example) -> tuple[Message, ...]:
+    """An earlier turn: the example's request, its call, a result, a short answer."""
+    call = ToolCall("earlier", tool.name, dict(example.arguments))
+    return (
+        Message.user(example.prompt),
+        Message.assistant("", [call]),
+        Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
+        Message.assistant("Done."),
+    )
+
+
+def _by_kind(cases: list[Case], count: int) -> list[Case]:
+    """`count` cases taken in turn from each kind: every kind as often as it can be (a
+    bar set mostly by one kind of question would fit that kind only)."""
+    kinds: dict[CaseKind, list[Case]] = {}
+    for case in cases:
+        kinds.setdefault(case.kind, []).append(case)
+    chosen: list[Case] = []
+    while len(chosen) < count and any(kinds.values()):
+        for pool in kinds.values():
+            if pool and len(chosen) < count:
+                chosen.append(pool.pop(0))
+    return chosen
+
+
+def _in_order(tools: Sequence[ToolSpec], chosen: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """`chosen` in the toolbox's order (as a turn offers them)."""
+    order = {t.name: i for i, t in enumerate(tools)}
+    return sorted(chosen, key=lambda t: order[t.name])
+
+
+def _without(tool: ToolSpec, example: Example) -> ToolSpec:
+    """The tool as offered for a question made from one of its examples: without that
+    example in its prompt. Shown its own question and call, a model is surer than any
+    real request makes it (odds of 0.98-0.99 against 0.9-0.96)."""
+    return replace(tool, examples=tuple(e for e in tool.examples if e != example))

@@ -1,0 +1,154 @@
+"""How a model's answers to the calibration questions score, and the bar chosen from them."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, replace
+from typing import Any
+
+from desktop.core.calibration.questions import (
+    KEEP_RIGHT_CALLS,
+    OPTIONS,
+    QUIET_TOKENS,
+    Case,
+    CaseKind,
+)
+from desktop.core.messages import ToolCall
+from desktop.core.providers.base import Provider, Reply, UsageReport
+from desktop.core.tracks.constrained import ConstrainedTools
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model did with one question on one track."""
+
+    kind: CaseKind
+    due: bool
+    called: bool  # it made (or tried to make) a call
+    # Its calls named the expected tools: what the call gate decides on (the arguments are
+    # the constrained phase's part, whatever the bar).
+    right: bool
+    odds: float | None  # its odds of a call, where the gate weighed one
+    invalid: bool  # a call that could not be used
+    cut_off: bool  # the output limit cut a call short
+    calls: int
+    completion_tokens: int
+    seconds: float
+    arguments_right: bool = False  # and their arguments were the example's
+
+    def right_at(self, bar: float) -> bool:
+        """Was the outcome right with this bar on the call gate?"""
+        called = self.called and (self.odds is None or self.odds >= bar)
+        return self.right if called else not self.due
+
+
+def same_value(got: Any, wanted: Any) -> bool:
+    """Loose equality for arguments: case and surrounding spaces aside, 3 == 3.0 == "3"."""
+    if isinstance(wanted, bool) or isinstance(got, bool):
+        return bool(got is wanted)
+    if isinstance(wanted, int | float) and isinstance(got, int | float | str):
+        try:
+            return math.isclose(float(got), float(wanted), rel_tol=1e-6)
+        except ValueError:
+            return False
+    if isinstance(wanted, str) and isinstance(got, str):
+        return got.strip().casefold() == wanted.strip().casefold()
+    if isinstance(wanted, list) and isinstance(got, list):
+        return len(got) == len(wanted) and all(map(same_value, got, wanted))
+    if isinstance(wanted, dict) and isinstance(got, dict):
+        return set(got) >= set(wanted) and all(same_value(got[k], v) for k, v in wanted.items())
+    same: bool = got == wanted
+    return same
+
+
+def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str, Any]]]) -> bool:
+    """The calls name exactly the expected tools, and each expected call's arguments are
+    found (loosely equal) in a call to its tool."""
+    if sorted(c.name for c in made) != sorted(name for name, _ in expected):
+        return False
+    return all(
+        any(c.name == name and same_value(c.arguments, arguments) for c in made)
+        for name, arguments in expected
+    )
+
+
+async def opening(provider: ConstrainedTools, case: Case) -> Answer:
+    """How the model opens its answer, and no more: a call or not, the tool it names (the
+    call is right for the gate if that tool is due), and its odds. About a second."""
+    started = time.perf_counter()
+    seen = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
+    right = case.due and seen.call and seen.tool in {name for name, _ in case.expected}
+    seconds = time.perf_counter() - started
+    return Answer(case.kind, case.due, seen.call, right, seen.odds, False, False, 0, 0, seconds)
+
+
+async def answer(provider: Provider, case: Case) -> Answer:
+    """The whole answer, its calls checked. Where no call is due, only whether the answer
+    calls matters, and it is cut short."""
+    started = time.perf_counter()
+    options = OPTIONS if case.due else replace(OPTIONS, max_tokens=QUIET_TOKENS)
+    reply: Reply | None = None
+    tokens = 0
+    messages, tools = list(case.messages), list(case.tools)
+    async with aclosing(provider.stream(messages, tools, options)) as events:
+        async for event in events:
+            if isinstance(event, Reply):
+                reply = event
+            elif isinstance(event, UsageReport):
+                tokens += event.completion_tokens
+    seconds = time.perf_counter() - started
+    if reply is None:
+        return Answer(case.kind, case.due, False, False, None, True, False, 0, tokens, seconds)
+    made = reply.tool_calls
+    broken = bool(reply.broken_calls)
+    cut_off = broken and reply.finish_reason == "length" and case.due
+    expected = [name for name, _ in case.expected]
+    return Answer(
+        case.kind,
+        case.due,
+        called=bool(made) or broken,
+        right=not broken and bool(made) and sorted(c.name for c in made) == sorted(expected),
+        odds=reply.gate.odds if reply.gate is not None else None,
+        invalid=broken and not cut_off and case.due,
+        cut_off=cut_off,
+        calls=len(made) + len(reply.broken_calls),
+        completion_tokens=tokens,
+        seconds=seconds,
+        arguments_right=not broken and calls_right(made, case.expected),
+    )
+
+
+def score(answers: Sequence[Answer], bar: float) -> float:
+    """Balanced accuracy at a bar: the share right where a call is due and the share right
+    where none is, weighed equally, so the mix of questions does not choose the bar."""
+    shares = []
+    for group in ([a for a in answers if a.due], [a for a in answers if not a.due]):
+        if group:
+            shares.append(sum(a.right_at(bar) for a in group) / len(group))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def choose_bar(answers: Sequence[Answer]) -> float:
+    """The highest bar that still keeps KEEP_RIGHT_CALLS of the right calls: it turns down
+    as many unwanted calls as it can at that price. Placed midway between the lowest right
+    call kept and the next lower odds seen; 0 when it would turn no unwanted call down.
+
+    Measured and dropped: the bar with the best balanced accuracy. Calibration's questions
+    where no call is due split into chit-chat (prose, or low odds) and requests whose tool
+    is withheld (odds as high as a due call's); that bar settled under the first group
+    and moved with the questions drawn (0.51-0.94 where the best bars were 0.90 and
+    0.955; bench/accuracy.py --calibrated)."""
+    right = sorted(a.odds for a in answers if a.due and a.right and a.odds is not None)
+    unwanted = [a.odds for a in answers if not a.due and a.called and a.odds is not None]
+    if not right or not unwanted:
+        return 0.0
+    lost = math.floor(len(right) * (1 - KEEP_RIGHT_CALLS) + 1e-9)  # right calls it may cost
+    lowest_kept = right[lost]
+    below = [a.odds for a in answers if a.odds is not None and a.odds < lowest_kept]
+    bar = (max(below) + lowest_kept) / 2 if below else 0.0
+    if not any(odds < bar for odds in unwanted):
+        return 0.0  # it would turn down nothing unwanted: the model's own choice stands
+    return round(bar, 3)

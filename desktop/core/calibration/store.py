@@ -1,0 +1,110 @@
+"""Calibrations kept per model in the data folder, each entry checked on reading."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from desktop.core.calibration.card import Calibration
+
+
+CALIBRATIONS_FILE = "calibrations.json"  # in the data folder
+
+_COUNT = {"type": "integer", "minimum": 0}
+_SCORE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "track": {"enum": ["constrained", "emulated", "native"]},
+        **{name: _COUNT for name in ("due_right", "due", "parallel_right", "parallel",
+                                     "quiet_right", "quiet", "invalid", "cut_off", "calls",
+                                     "arguments_right", "answered_in_full")},
+        **{name: {"type": "number", "minimum": 0} for name in ("tokens_per_call",
+                                                                "seconds_per_call", "score")},
+    },
+    "required": ["track", "due_right", "due", "parallel_right", "parallel", "quiet_right",
+                 "quiet", "invalid", "cut_off", "calls", "tokens_per_call", "seconds_per_call",
+                 "score"],
+    "additionalProperties": False,
+}  # fmt: skip
+_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "model": {"type": "string"},
+        "day": {"type": "string"},
+        "track": {"enum": ["constrained", "emulated", "native"]},
+        "bar": {"type": "number", "minimum": 0, "maximum": 1},
+        "scores": {"type": "array", "items": _SCORE, "minItems": 1},
+        "cases": _COUNT,
+        "seconds": {"type": "number", "minimum": 0},
+        "odds_reported": {"type": "boolean"},
+    },
+    "required": ["model", "day", "track", "bar", "scores", "cases", "seconds"],
+    "additionalProperties": False,
+}
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "version": {"const": 1},
+        "models": {"type": "object", "additionalProperties": {"type": "object"}},
+    },
+    "required": ["version", "models"],
+}
+
+
+@dataclass
+class CalibrationStore:
+    """The calibrations of every model used with tools, in one JSON file of the data folder.
+    A damaged file is set aside (its problem in `problem`) and the models calibrate again."""
+
+    path: Path | None  # None: kept in memory only (tests, a one-off run)
+    problem: str | None = None
+    _entries: dict[str, Calibration] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.path is None or not self.path.exists():
+            return
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            jsonschema.validate(raw, _SCHEMA)
+        except (OSError, ValueError, jsonschema.ValidationError) as exc:
+            self.problem = f"{self.path.name} could not be read ({exc}); calibrating again."
+            return
+        for key, entry in raw["models"].items():
+            try:
+                jsonschema.validate(entry, _ENTRY)
+                calibration = Calibration.from_dict(entry)
+                calibration.chosen  # noqa: B018 (the chosen track must be among the scores)
+                self._entries[key] = calibration
+            except (jsonschema.ValidationError, StopIteration) as exc:
+                self.problem = (
+                    f"{self.path.name}: {key} could not be read ({exc}); calibrating again."
+                )
+
+    def get(self, model: str) -> Calibration | None:
+        return self._entries.get(model)
+
+    def put(self, calibration: Calibration) -> None:
+        self._entries[calibration.model] = calibration
+        if self.path is None:
+            return
+        data = {"version": 1, "models": {k: v.to_dict() for k, v in self._entries.items()}}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        os.replace(partial, self.path)
+
+
+def model_key(backend: str, model: str, file: Path | None = None) -> str:
+    """Whom a calibration belongs to: a model file by its name and size (a requantized
+    file is another model), a served model by its backend and name."""
+    if file is not None:
+        try:
+            return f"file:{file.name}:{file.stat().st_size}"
+        except OSError:
+            return f"file:{file.name}"
+    return f"{backend}:{model}"

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from desktop.core.calibration.calibrator import Calibrator
+from desktop.core.calibration.questions import FULL_ANSWERS
+from tests.core.calibration.samples import (
+    TOOLS,
+    sure_model,
+)
+from tests.fakes import ScriptedProvider, Step
+
+
+async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
+    seen: list[tuple[int, int]] = []
+    calibrator = Calibrator(
+        sure_model(), TOOLS, "file:model.gguf:1", progress=lambda *p: seen.append(p)
+    )
+    calibration = await calibrator.run()
+    assert 0.6 < calibration.bar < 0.95
+    assert calibration.track == "constrained" and calibration.odds_reported
+    chosen = calibration.chosen
+    assert chosen.quiet_right == chosen.quiet > 0
+    assert chosen.due_right == chosen.due > 0 and chosen.parallel_right == chosen.parallel
+    due = sum(c.due for c in calibrator.cases)
+    # Every question read at its opening, then a few due ones answered in full.
+    assert seen[-1] == (len(calibrator.cases) + min(due, FULL_ANSWERS),) * 2
+    rows = dict(calibration.card())
+    assert rows["No call where none fits"].startswith(f"{chosen.quiet} of {chosen.quiet}")
+    assert "bar 0.7" in rows["Track"] or "bar 0.8" in rows["Track"]
+
+
+async def test_native_is_chosen_only_where_it_does_better() -> None:
+    """With native tool calling on offer, the same questions go to that track too; this
+    fake's native answers are plain text, so the gated track is kept."""
+    calibrator = Calibrator(sure_model(), TOOLS, "m", native=True)
+    calibration = await calibrator.run()
+    assert [s.track for s in calibration.scores] == ["constrained", "native"]
+    native = calibration.scores[1]
+    assert native.due_right == 0 and calibration.track == "constrained"
+
+
+async def test_a_chat_pauses_the_run_and_the_question_is_asked_again() -> None:
+    provider = sure_model()
+    calibrator = Calibrator(provider, TOOLS, "m")
+    run = asyncio.ensure_future(calibrator.run())
+    for _ in range(30):
+        await asyncio.sleep(0)
+    asked = len(provider.requests)
+    calibrator.pause()
+    for _ in range(30):
+        await asyncio.sleep(0)
+    assert len(provider.requests) == asked and not run.done()  # holds while paused
+    calibrator.resume()
+    calibration = await run
+    assert calibration.chosen.quiet_right == calibration.chosen.quiet
+    assert calibration.chosen.due_right == calibration.chosen.due
+
+
+async def test_cancelling_the_run_ends_it() -> None:
+    calibrator = Calibrator(
+        ScriptedProvider([Step(hang=True)] * 100, constrains_json=True), TOOLS, "m"
+    )
+    run = asyncio.ensure_future(calibrator.run())
+    await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from desktop.core.calibration.questions import MAX_CASES, cases_for
+from tests.core.calibration.samples import (
+    TOOLS,
+    tool,
+)
+
+
+def test_questions_come_from_the_tools_examples_half_of_them_with_no_call_due() -> None:
+    cases = cases_for(TOOLS)
+    assert cases == cases_for(TOOLS)  # a measurement: the same questions every time
+    assert 0 < len(cases) <= MAX_CASES
+    due = [c for c in cases if c.due]
+    assert 0 < len(due) <= len(cases) // 2
+    kinds = {c.kind for c in cases}
+    assert {"call", "distracted", "unfit", "chat", "near-miss", "answered"} <= kinds
+    for case in cases:
+        offered = {t.name for t in case.tools}
+        assert {name for name, _ in case.expected} <= offered
+        if case.kind == "unfit":  # the tool that fits is withheld
+            prompt = case.messages[-1].text
+            owner = next(t for t in TOOLS if any(e.prompt == prompt for e in t.examples))
+            assert owner.name not in offered and offered
+        if case.kind == "calls":
+            assert len({name for name, _ in case.expected}) == 2
+        if case.due:  # the question asked is never shown as an example of its tool
+            shown = {e.prompt for t in case.tools for e in t.examples}
+            assert not any(e.prompt in case.messages[-1].text for e in case.tools[0].examples)
+            assert case.messages[-1].text not in shown
+    assert cases_for([tool("bare", "x")]) == cases_for([]) or all(
+        not c.due for c in cases_for([tool("bare", "x")])
+    )

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from desktop.core.calibration.scoring import calls_right, choose_bar, score
+from desktop.core.messages import ToolCall
+from tests.core.calibration.samples import (
+    answer,
+)
+
+
+def test_loose_argument_matching() -> None:
+    made = [ToolCall("1", "weather", {"city": " paris "}), ToolCall("2", "add", {"a": "3"})]
+    assert calls_right(made, [("weather", {"city": "Paris"}), ("add", {"a": 3})])
+    assert not calls_right(made, [("weather", {"city": "Oslo"}), ("add", {"a": 3})])
+    assert not calls_right(made[:1], [("weather", {"city": "Paris"}), ("add", {"a": 3})])
+    assert not calls_right([ToolCall("1", "weather", {"city": True})], [("weather", {"city": 1})])
+
+
+def test_the_bar_separates_the_odds_of_due_calls_from_the_rest() -> None:
+    answers = [answer(True, p) for p in (0.9, 0.95, 0.97, 0.99)]
+    answers += [answer(False, p) for p in (0.6, 0.8, 0.85)]
+    bar = choose_bar(answers)
+    assert 0.85 < bar < 0.9 and bar == pytest.approx(0.875)
+    assert score(answers, bar) == 1.0 and score(answers, 0.0) == 0.5
+
+
+def test_the_bar_may_cost_a_tenth_of_the_right_calls_and_no_more() -> None:
+    """Twenty right calls: the bar may pass over the two least sure of them to turn down
+    the unwanted calls below, never a third."""
+    right = [answer(True, p) for p in (0.55, 0.6, 0.7, *([0.95] * 17))]
+    unwanted = [answer(False, p) for p in (0.5, 0.58, 0.65, 0.9)]
+    assert choose_bar(right + unwanted) == pytest.approx(0.675)  # between 0.65 and 0.7
+    assert sum(a.right_at(0.675) for a in right) == 18
+    # Wrong calls do not count as calls to keep.
+    wrong = [answer(True, 0.3, right=False)] * 5
+    assert choose_bar(right + unwanted + wrong) == pytest.approx(0.675)
+
+
+def test_the_midpoint_below_the_lowest_kept_call_and_a_useless_bar_is_none() -> None:
+    answers = [answer(True, 0.9), answer(True, 0.95), answer(False, 0.5), answer(False, 0.55)]
+    assert choose_bar(answers) == pytest.approx(0.725)
+    # Equally sure everywhere: no bar does better than none.
+    same = [answer(True, 0.9), answer(False, 0.9), answer(True, 0.8), answer(False, 0.8)]
+    assert choose_bar(same) == 0.0
+    # A model that never calls where none is due needs no bar either.
+    quiet = [answer(True, 0.7), answer(False, None, called=False)]
+    assert choose_bar(quiet) == 0.0
