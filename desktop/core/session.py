@@ -4,7 +4,7 @@ store, and one turn at a time. The desktop window drives one; tests drive it dir
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +16,7 @@ from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Capabilities, Provider, ProviderError, RequestOptions
-from desktop.core.providers.discovery import discover
+from desktop.core.providers.discovery import Found, discover
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, ProbingProvider, make_provider
 from desktop.core.runtime import (
@@ -27,7 +27,7 @@ from desktop.core.runtime import (
 )
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
-from desktop.core.storage.settings import Settings
+from desktop.core.storage.settings import Settings, save_settings
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.mcp import McpConfigError, McpServers, load_mcp_config
@@ -65,9 +65,18 @@ class Session:
         *,
         runtime_log: Path | None = None,
         calibrations: CalibrationStore | None = None,
+        settings_path: Path | None = None,
+        discover: Callable[[], Awaitable[list[Found]]] = discover,
+        has_bundled_model: Callable[[], bool] = bundled_model_available,
     ) -> None:
-        """`tools` replaces the built-in ones (and the workspace's), for tests."""
+        """`tools` replaces the built-in ones (and the workspace's), for tests.
+        `settings_path`: where changed settings are saved (None: not saved, as when the
+        data folder could not be used). `discover` and `has_bundled_model` are the seams
+        to this machine: what runs on it, and whether the app came with a model."""
         self.settings = settings
+        self.settings_path = settings_path
+        self._discover = discover
+        self._has_bundled_model = has_bundled_model
         self.calibrations = calibrations or CalibrationStore(None)
         self.model_key = ""  # whom the connected model's calibration belongs to
         self._calibrator: Calibrator | None = None
@@ -92,12 +101,20 @@ class Session:
         self._conversations: dict[int, list[Message]] = {}
         self._selector: ToolSelector | None = None  # the index over many tools, kept
         self.traces: dict[int, list[TurnTrace]] = {}
-        self.apply_settings(settings)
+        self._take(settings)
 
     # --- settings and tools ---------------------------------------------------------
 
-    def apply_settings(self, settings: Settings) -> None:
-        """Take new settings; tool and cooldown changes apply from the next turn on."""
+    def apply_settings(self, settings: Settings) -> bool:
+        """Take new settings and save them. Tool and cooldown changes apply from the next
+        turn on; returns whether the change needs a reconnect (the fields that say so)."""
+        before = self.settings
+        self._take(settings)
+        if self.settings_path is not None:
+            save_settings(settings, self.settings_path)
+        return settings.needs_reconnect(before)
+
+    def _take(self, settings: Settings) -> None:
         self.settings = settings
         self.dedupe.cooldown_enabled = settings.cooldown_enabled
         self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
@@ -174,7 +191,7 @@ class Session:
             self.connection = Connection(False, str(exc), self.settings.backend)
             return self.connection
         if provider is None:
-            own = "use the built-in model" if bundled_model_available() else "choose a model file"
+            own = "use the built-in model" if self._has_bundled_model() else "choose a model file"
             self.connection = Connection(
                 False,
                 "No model server is running. Start Ollama, LM Studio, KoboldCPP or a llama.cpp "
@@ -218,7 +235,7 @@ class Session:
         if kind == "builtin":
             return await self._start_runtime()
         if kind == "auto":
-            found = await discover()
+            found = await self._discover()
             if not found:
                 return None
             kind, url = found[0].kind, found[0].url

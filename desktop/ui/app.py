@@ -68,9 +68,11 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
         secrets,
         runtime_log=folder / "logs" / "llama-server.log",
         calibrations=calibrations,
+        # Settings that could not be read are not overwritten with the defaults.
+        settings_path=settings_path if problem is None else None,
     )
     controller = ChatController(session)
-    window = MainWindow(controller, settings_path if problem is None else None)
+    window = MainWindow(controller)
     return window, controller, session, problem
 
 

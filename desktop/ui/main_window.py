@@ -40,7 +40,7 @@ from desktop.core.events import ToolResult
 from desktop.core.messages import Image
 from desktop.core.runtime import bundled_model_available
 from desktop.core.session import Connection
-from desktop.core.storage.settings import Settings, save_settings
+from desktop.core.storage.settings import Settings
 from desktop.ui.chat_view import ChatView
 from desktop.ui.controller import ApprovalRequest, ChatController
 from desktop.ui.inspector import InspectorPanel
@@ -146,14 +146,12 @@ class MainWindow(QMainWindow):
     def __init__(
         self,
         controller: ChatController,
-        settings_path: Path | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.controller = controller
         self.session = controller.session
         self.store = self.session.store
-        self.settings_path = settings_path
         self.conversation_id: int | None = None
         self._closing = False
         self._closer: asyncio.Future[None] | None = None
@@ -570,22 +568,10 @@ class MainWindow(QMainWindow):
         self.apply_settings(dialog.settings(), dialog.save_key())
 
     def apply_settings(self, settings: Settings, key_note: str | None = None) -> None:
-        before = self.session.settings
-        self.session.apply_settings(settings)
-        if self.settings_path is not None:
-            save_settings(settings, self.settings_path)
+        reconnect = self.session.apply_settings(settings)
         if key_note:
             self.statusBar().showMessage(key_note, 8000)
-        connection_fields = (
-            "backend",
-            "url",
-            "model",
-            "track",
-            "context_size",
-            "runtime_model",
-            "mcp_config",
-        )
-        if any(getattr(before, f) != getattr(settings, f) for f in connection_fields) or key_note:
+        if reconnect or key_note:
             self.controller.reconnect()
 
     def _use_builtin(self) -> None:
@@ -621,7 +607,6 @@ class MainWindow(QMainWindow):
                 self._closer = asyncio.ensure_future(self._close_when_stopped())
             return
         shown = self.inspector_dock.isVisible()
-        if self.settings_path is not None and self.session.settings.show_inspector != shown:
-            self.session.settings = replace(self.session.settings, show_inspector=shown)
-            save_settings(self.session.settings, self.settings_path)
+        if self.session.settings.show_inspector != shown:
+            self.session.apply_settings(replace(self.session.settings, show_inspector=shown))
         super().closeEvent(event)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from desktop.core import session as session_module
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -29,10 +28,15 @@ async def test_with_no_server_the_advice_fits_what_is_installed(
     async def nothing_running(*_: Any, **__: Any) -> list[Any]:
         return []
 
-    monkeypatch.setattr(session_module, "discover", nothing_running)
-    monkeypatch.setattr(session_module, "bundled_model_available", lambda: bundled)
     store = ChatStore(tmp_path / "chats.db")
-    session = Session(Settings(backend="auto"), store, SecretStore(), tools=[])
+    session = Session(
+        Settings(backend="auto"),
+        store,
+        SecretStore(),
+        tools=[],
+        discover=nothing_running,
+        has_bundled_model=lambda: bundled,
+    )
     connection = await session.connect()
     store.close()
     assert not connection.ok
@@ -152,3 +156,25 @@ async def test_a_chat_pauses_the_calibration(tmp_path: Path) -> None:
     calibration = await calibrating
     assert len(model.requests) > len(during) + first and calibration.cases > 0
     store.close()
+
+
+def test_apply_settings_saves_them_and_says_which_changes_reconnect(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from desktop.core.storage.settings import load_settings
+
+    path = tmp_path / "settings.json"
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(), store, SecretStore(), tools=[], settings_path=path)
+    assert session.apply_settings(replace(session.settings, max_tool_calls=3)) is False
+    assert load_settings(path).max_tool_calls == 3  # the session keeps its settings file
+    for change in ({"model": "qwen"}, {"track": "native"}, {"context_size": 4096},
+                   {"runtime_model": "/m.gguf"}, {"mcp_config": "/mcp.json"},
+                   {"backend": "ollama"}, {"url": "http://127.0.0.1:1"}):  # fmt: skip
+        assert session.apply_settings(replace(session.settings, **change)) is True, change
+    for change in ({"temperature": 0.2}, {"cooldown_enabled": False}, {"show_inspector": True}):
+        assert session.apply_settings(replace(session.settings, **change)) is False, change
+    unsaved = Session(Settings(), store, SecretStore(), tools=[])
+    unsaved.apply_settings(Settings(model="x"))  # no path: nothing written anywhere
+    store.close()
+    assert load_settings(path).show_inspector is True

@@ -12,7 +12,6 @@ import jsonschema
 
 from desktop.core.calibration.card import Calibration
 
-
 CALIBRATIONS_FILE = "calibrations.json"  # in the data folder
 
 _COUNT = {"type": "integer", "minimum": 0}

@@ -42,23 +42,30 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+# A field with this metadata changes what the app is connected to: a new value reconnects.
+RECONNECT = {"reconnect": True}
+
+
 @dataclass
 class Settings:
-    backend: str = "auto"  # "auto": find a running backend; "builtin": Loomchat's own
-    url: str = ""  # empty: the backend's usual address
-    model: str = ""
-    track: str = "emulated"
+    # "auto": find a running backend; "builtin": Loomchat's own
+    backend: str = field(default="auto", metadata=RECONNECT)
+    url: str = field(default="", metadata=RECONNECT)  # empty: the backend's usual address
+    model: str = field(default="", metadata=RECONNECT)
+    track: str = field(default="emulated", metadata=RECONNECT)
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     cooldown_enabled: bool = True
     cooldown_overrides: dict[str, bool] = field(default_factory=dict)
     tools_enabled: dict[str, bool] = field(default_factory=dict)  # absent: on
-    context_size: int = 8192
-    runtime_model: str = ""  # a GGUF file for the built-in runtime; empty: the bundled model
+    context_size: int = field(default=8192, metadata=RECONNECT)
+    # a GGUF file for the built-in runtime; empty: the bundled model
+    runtime_model: str = field(default="", metadata=RECONNECT)
     temperature: float | None = None
     secrets_in_file: bool = False  # the user opted in to keys in a local file
     show_inspector: bool = False
     workspace: str = ""  # the folder the file tools may use; empty: no file tools
-    mcp_config: str = ""  # a JSON file of MCP servers ({"mcpServers": ...})
+    # a JSON file of MCP servers ({"mcpServers": ...})
+    mcp_config: str = field(default="", metadata=RECONNECT)
     trusted_tools: dict[str, bool] = field(default_factory=dict)  # run without asking
     # "auto": when the tools do not fit (desktop/core/tool_selection.py), each turn offers
     # those that fit its request; "off": always all of them.
@@ -67,6 +74,14 @@ class Settings:
 
     def tool_enabled(self, name: str) -> bool:
         return self.tools_enabled.get(name, True)
+
+    def needs_reconnect(self, before: Settings) -> bool:
+        """Whether going from `before` to these settings changes the connection."""
+        return any(
+            getattr(before, f.name) != getattr(self, f.name)
+            for f in fields(self)
+            if f.metadata.get("reconnect")
+        )
 
 
 class SettingsError(Exception):
