@@ -106,7 +106,7 @@ async def shoot_calibration(out: Path) -> None:
     extra = {t.name: t for case in cases for t in tools_of(case)[0]}
     out.mkdir(parents=True, exist_ok=True)
     async with real_app(show_inspector=True) as (window, controller, session):
-        session.extra_tools = list(extra.values())[:40]
+        session.tools.extra = list(extra.values())[:40]
         session.apply_settings(session.settings)
         window.resize(1400, 820)
         window.show()
@@ -116,7 +116,7 @@ async def shoot_calibration(out: Path) -> None:
         await wait_for(lambda: window.calibration_bar.value() >= 6, 300, "some progress")
         window.grab().save(str(out / "calibrating.png"))
         await wait_for(lambda: not controller.calibrating, 600, "the calibration")
-        dialog = SettingsDialog(session.settings, session.all_tools, session.secrets, window,
+        dialog = SettingsDialog(session.settings, session.tools.all, session.secrets, window,
                                 calibration=session.calibration)  # fmt: skip
         tabs = dialog.findChild(QTabWidget)
         tabs.setCurrentIndex(tabs.count() - 1)

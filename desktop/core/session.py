@@ -6,16 +6,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from desktop.core.calibration.calibrator import Calibrator, Progress
 from desktop.core.calibration.card import Calibration
 from desktop.core.calibration.store import CalibrationStore, model_key
+from desktop.core.connection import NOT_CONNECTED, Connection
 from desktop.core.events import Event
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.providers.base import Capabilities, Provider, ProviderError, RequestOptions
+from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.providers.discovery import Found, discover
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, ProbingProvider, make_provider
@@ -25,34 +26,18 @@ from desktop.core.runtime import (
     bundled_model_available,
     ensure_bundled_model,
 )
-from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.settings import Settings, save_settings
-from desktop.core.tools.builtin import builtin_tools
+from desktop.core.tools.catalog import ToolCatalog, trusted
 from desktop.core.tools.dedupe import Deduplicator
-from desktop.core.tools.mcp import McpConfigError, McpServers, load_mcp_config
-from desktop.core.tools.selection import Offer, ToolSelector, every_tool, needs_selection
+from desktop.core.tools.selection import (
+    Offer,
+)
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TracingProvider, TurnTrace
 from desktop.core.tracks.choice import on_track
 from desktop.core.tracks.constrained import ConstrainedTools
-
-
-@dataclass(frozen=True)
-class Connection:
-    """What the status bar shows: who answers, with which model, on which track."""
-
-    ok: bool
-    message: str
-    backend: str = ""
-    url: str = ""
-    model: str = ""
-    track: str = ""
-    capabilities: Capabilities = field(default_factory=Capabilities)
-    models: tuple[str, ...] = ()
-
-
-NOT_CONNECTED = Connection(False, "Not connected yet.")
 
 
 class Session:
@@ -82,12 +67,7 @@ class Session:
         self._calibrator: Calibrator | None = None
         self.store = store
         self.secrets = secrets
-        self._fixed_tools = list(tools) if tools is not None else None
-        self.all_tools: list[Tool] = []
-        self.extra_tools: list[Tool] = []  # tools an embedding app adds to the built-in ones
-        self.mcp = McpServers([])
-        self._mcp_config_started: str | None = None
-        self.mcp_problems: list[str] = []
+        self.tools = ToolCatalog(tools)
         self.dedupe = Deduplicator()
         self.cache = CapabilityCache()
         self.runtime: LlamaServer | None = None
@@ -99,7 +79,6 @@ class Session:
         self._active: Provider | None = None
         self._raw: Provider | None = None  # the backend itself, for calibration
         self._conversations: dict[int, list[Message]] = {}
-        self._selector: ToolSelector | None = None  # the index over many tools, kept
         self.traces: dict[int, list[TurnTrace]] = {}
         self._take(settings)
 
@@ -118,53 +97,18 @@ class Session:
         self.settings = settings
         self.dedupe.cooldown_enabled = settings.cooldown_enabled
         self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
-        self._collect_tools()
-
-    def _collect_tools(self) -> None:
-        if self._fixed_tools is not None:
-            self.all_tools = list(self._fixed_tools)
-            return
-        workspace = Path(self.settings.workspace).expanduser() if self.settings.workspace else None
-        if workspace is not None and not workspace.is_dir():
-            workspace = None
-        self.all_tools = builtin_tools(workspace) + self.mcp.tools + self.extra_tools
+        self.tools.collect(settings)
 
     async def start_mcp(self) -> list[str]:
         """(Re)start the MCP servers of the settings; returns what went wrong, per server."""
-        await self.mcp.close()
-        self.mcp = McpServers([])
-        self.mcp_problems = []
-        self._mcp_config_started = self.settings.mcp_config
-        if self.settings.mcp_config:
-            try:
-                self.mcp = McpServers(load_mcp_config(Path(self.settings.mcp_config)))
-            except McpConfigError as exc:
-                self.mcp_problems = [str(exc)]
-            else:
-                self.mcp_problems = await self.mcp.start()
-        self._collect_tools()
-        return self.mcp_problems
-
-    def trusted(self, tool: Tool) -> bool:
-        return self.settings.trusted_tools.get(tool.name, not tool.needs_approval)
+        return await self.tools.start_mcp(self.settings)
 
     def toolbox(self) -> Toolbox:
-        return Toolbox(t for t in self.all_tools if self.settings.tool_enabled(t.name))
+        return self.tools.toolbox(self.settings)
 
     def offer(self, conversation: Sequence[Message], request: str) -> Offer:
-        """The tools this turn offers: all while they fit, else those that fit `request`,
-        the pinned ones, and those used earlier in the conversation."""
-        tools = list(self.toolbox())
-        if self.settings.tool_selection == "off":
-            return every_tool(tools, "all tools")
         context = self.connection.capabilities.context_size or self.settings.context_size
-        if not needs_selection(tools, context):
-            return every_tool(tools)
-        if self._selector is None or self._selector.tools != tools:
-            self._selector = ToolSelector(tools)  # kept: indexing is done once per tool set
-        pinned = [name for name, on in self.settings.pinned_tools.items() if on]
-        used = [c.name for m in conversation for c in m.tool_calls]
-        return self._selector.select(request, pinned=pinned, used=used)
+        return self.tools.offer(self.settings, conversation, request, context)
 
     # --- the connection ---------------------------------------------------------------
 
@@ -182,7 +126,7 @@ class Session:
     async def connect(self) -> Connection:
         """Find or start the backend the settings ask for, probe the model, choose the track
         (and start the MCP servers, the first time or when their configuration changed)."""
-        if self._mcp_config_started != self.settings.mcp_config:
+        if self.tools.mcp_config_started != self.settings.mcp_config:
             await self.start_mcp()
         await self._close_provider()
         try:
@@ -326,7 +270,7 @@ class Session:
             self._supervisor.cancel()
             self._supervisor = None
         await self._close_provider()
-        await self.mcp.close()
+        await self.tools.mcp.close()
         if self.runtime is not None:
             self.runtime.stop()
 
@@ -383,7 +327,7 @@ class Session:
         conversation.append(user)
         self.store.append(conversation_id, user)
         if len(conversation) == 1:
-            self.store.rename(conversation_id, _title_from(text))
+            self.store.rename(conversation_id, title_from(text))
         stored = len(conversation)
         trace = self._traced.start_turn(self.connection.track)
         self.traces.setdefault(conversation_id, []).append(trace)
@@ -393,7 +337,7 @@ class Session:
         )
 
         async def approve(call: ToolCall, tool: Tool) -> bool:
-            if self.trusted(tool):
+            if trusted(self.settings, tool):
                 return True
             return approver is not None and await approver(call, tool)
 
@@ -417,8 +361,3 @@ class Session:
                     self.store.append(conversation_id, message)
                 stored = len(conversation)
                 yield event
-
-
-def _title_from(text: str) -> str:
-    first_line = text.strip().splitlines()[0] if text.strip() else "New chat"
-    return first_line[:60] + ("…" if len(first_line) > 60 else "")

@@ -19,8 +19,10 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore
+from desktop.core.connection import Connection
+from desktop.core.events import Event, TurnFailed, TurnFinished
 from desktop.core.messages import ToolCall
-from desktop.core.session import Connection, Session
+from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore, set_aside
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.paths import DataFolderError, check_writable, data_dir, remember_data_dir
@@ -216,8 +218,13 @@ async def _self_check(window: MainWindow, session: Session, question: str) -> in
             if not answer.done():
                 answer.set_result(text)
 
-        window.controller.turn_finished.connect(settle)
-        window.controller.turn_failed.connect(lambda message: settle(f"failed: {message}"))
+        def settle_on_end(event: Event) -> None:
+            if isinstance(event, TurnFinished):
+                settle(event.text)
+            elif isinstance(event, TurnFailed):
+                settle(f"failed: {event.message}")
+
+        window.controller.event_received.connect(settle_on_end)
         window.composer.setPlainText(question)
         window.send()
         try:

@@ -1,5 +1,5 @@
-"""The one object that owns the running turn: it starts it, stops it, and turns the core's
-events into Qt signals for the widgets."""
+"""The one object that owns the running turn: it starts it, stops it, and passes the
+core's events on to the widgets as they are, through one signal."""
 
 from __future__ import annotations
 
@@ -12,21 +12,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from desktop.core.events import (
-    Event,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallParsed,
-    ToolRejected,
-    ToolResult,
-    ToolStarted,
-    TurnFailed,
-    TurnFinished,
-    TurnWarning,
-)
+from desktop.core.connection import Connection
+from desktop.core.events import TurnFailed
 from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
-from desktop.core.session import Connection, Session
+from desktop.core.session import Session
 from desktop.core.tools.toolbox import Tool
 
 log = logging.getLogger(__name__)
@@ -47,11 +37,9 @@ class ApprovalRequest:
 
 class ChatController(QObject):
     """Signals:
-    text_received(str), thinking_received(str): deltas of the answer being written.
-    tool_called(object), tool_started(object), tool_finished(object), tool_rejected(object):
-        the core's events, as they are.
-    turn_finished(str), turn_failed(str), turn_stopped(): how the turn ended.
-    warned(str): a warning that does not end the turn.
+    event_received(object): each event of the running turn, a core `Event` as it is (views
+        dispatch on it with `match`); a failure outside the turn comes as `TurnFailed`.
+    turn_stopped(): the user stopped the turn.
     busy_changed(bool): a turn started or ended.
     connection_changed(object): a new `Connection` (status bar, first-run screen).
     speed_measured(float): tokens per second of the last answer.
@@ -62,16 +50,8 @@ class ChatController(QObject):
         user cancelled it).
     """
 
-    text_received = Signal(str)
-    thinking_received = Signal(str)
-    tool_called = Signal(object)
-    tool_started = Signal(object)
-    tool_finished = Signal(object)
-    tool_rejected = Signal(object)
-    turn_finished = Signal(str)
-    turn_failed = Signal(str)
+    event_received = Signal(object)
     turn_stopped = Signal()
-    warned = Signal(str)
     busy_changed = Signal(bool)
     connection_changed = Signal(object)
     speed_measured = Signal(float)
@@ -124,14 +104,15 @@ class ChatController(QObject):
             turn = self.session.send(conversation_id, text, images, approver=self._approve)
             async with aclosing(turn) as stream:
                 async for event in stream:
-                    self._emit(event)
+                    self.event_received.emit(event)
         except asyncio.CancelledError:
             self.turn_stopped.emit()
         except ProviderError as exc:
-            self.turn_failed.emit(str(exc))
+            self.event_received.emit(TurnFailed(0, str(exc)))
         except Exception as exc:  # the store, a bug: said in the window, never a dead turn
             log.exception("turn failed")
-            self.turn_failed.emit(f"Something went wrong: {type(exc).__name__}: {exc}")
+            message = f"Something went wrong: {type(exc).__name__}: {exc}"
+            self.event_received.emit(TurnFailed(0, message))
         finally:
             speed = self._speed(conversation_id)
             if speed:
@@ -156,26 +137,6 @@ class ChatController(QObject):
         tokens = sum(s.usage["completion_tokens"] for s in steps if s.usage)
         seconds = sum(s.duration_ms or 0 for s in steps) / 1000
         return tokens / seconds if tokens and seconds > 0 else None
-
-    def _emit(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            self.text_received.emit(event.text)
-        elif isinstance(event, ThinkingDelta):
-            self.thinking_received.emit(event.text)
-        elif isinstance(event, ToolCallParsed):
-            self.tool_called.emit(event)
-        elif isinstance(event, ToolStarted):
-            self.tool_started.emit(event)
-        elif isinstance(event, ToolResult):
-            self.tool_finished.emit(event)
-        elif isinstance(event, ToolRejected):
-            self.tool_rejected.emit(event)
-        elif isinstance(event, TurnWarning):
-            self.warned.emit(event.message)
-        elif isinstance(event, TurnFinished):
-            self.turn_finished.emit(event.text)
-        elif isinstance(event, TurnFailed):
-            self.turn_failed.emit(event.message)
 
     # --- calibration --------------------------------------------------------------------
 

@@ -36,6 +36,8 @@ from desktop.core.runtime import LlamaServer
 from desktop.core.storage.keychain import SecretStore, keychain_available
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
+from desktop.ui.reliability_tab import ReliabilityTab
+from desktop.ui.runtime_tab import RuntimeTab
 
 BACKEND_CHOICES = [
     ("auto", "Find a running server"),
@@ -70,7 +72,6 @@ class SettingsDialog(QDialog):
         calibrating: bool = False,
     ) -> None:
         super().__init__(parent)
-        self._runtime = runtime
         self.setWindowTitle("Settings")
         self.setMinimumWidth(560)
         self._original = settings
@@ -80,8 +81,18 @@ class SettingsDialog(QDialog):
         tabs = QTabWidget()
         tabs.addTab(self._backend_tab(settings), "Backend")
         tabs.addTab(self._tools_tab(settings), "Tools")
-        tabs.addTab(self._runtime_tab(settings), "Built-in model")
-        tabs.addTab(self._reliability_tab(calibration, calibrating), "Reliability")
+        runtime_tab = RuntimeTab(settings.runtime_model, runtime)
+        runtime_tab.use_requested.connect(self._use_runtime)
+        runtime_tab.stopped.connect(self._runtime_stopped)
+        self.runtime_model = runtime_tab.runtime_model
+        self.runtime_status = runtime_tab.runtime_status
+        self.start_runtime, self.stop_runtime = runtime_tab.start_runtime, runtime_tab.stop_runtime
+        tabs.addTab(runtime_tab, "Built-in model")
+        self.reliability = ReliabilityTab(calibration, calibrating)
+        self.reliability.calibrate_requested.connect(self.calibrate_requested)
+        self.card_rows = self.reliability.card_rows
+        self.calibrate_button = self.reliability.calibrate_button
+        tabs.addTab(self.reliability, "Reliability")
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -223,89 +234,15 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.tool_table)
         return page
 
-    def _runtime_tab(self, settings: Settings) -> QWidget:
-        page = QWidget()
-        form = QFormLayout(page)
-        self.runtime_model = QLineEdit(settings.runtime_model)
-        self.runtime_model.setPlaceholderText("empty: the bundled Qwen2.5-Coder 0.5B")
-        browse = QPushButton("Choose…")
-        browse.clicked.connect(self._choose_model)
-        row = QHBoxLayout()
-        row.addWidget(self.runtime_model, 1)
-        row.addWidget(browse)
-        form.addRow("GGUF model file", row)
-        note = QLabel(
-            "Loomchat runs this model here with llama.cpp: it starts the server, restarts it "
-            "if it crashes, and stops it when you quit."
-        )
-        note.setWordWrap(True)
-        form.addRow(note)
-        self.runtime_status = QLabel()
-        self.start_runtime = QPushButton("Use it now")
-        self.start_runtime.setToolTip("Switch the backend to the built-in model and start it")
-        self.start_runtime.clicked.connect(self._use_runtime)
-        self.stop_runtime = QPushButton("Stop it")
-        self.stop_runtime.clicked.connect(self._stop_runtime)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.runtime_status, 1)
-        buttons.addWidget(self.start_runtime)
-        buttons.addWidget(self.stop_runtime)
-        form.addRow(buttons)
-        self._show_runtime()
-        return page
-
-    def _reliability_tab(self, calibration: Calibration | None, calibrating: bool) -> QWidget:
-        """The connected model's reliability card: how it calls tools, measured."""
-        page = QWidget()
-        form = QFormLayout(page)
-        if calibration is None:
-            intro = QLabel(
-                "This model has not been calibrated yet. Until it is, every tool call it "
-                "opens is made. Calibration asks it a few dozen short questions with your "
-                "tools (a few minutes, in the background; your chats go first) and sets how "
-                "sure it must be to call a tool, and which way of calling suits it best."
-            )
-        else:
-            intro = QLabel(f"How {calibration.model_name} calls tools, measured on your tools:")
-        intro.setWordWrap(True)
-        form.addRow(intro)
-        self.card_rows: dict[str, QLabel] = {}
-        for label, value in calibration.card() if calibration else []:
-            shown = QLabel(value)
-            shown.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            shown.setAccessibleName(label)
-            self.card_rows[label] = shown
-            form.addRow(label, shown)
-        self.calibrate_button = QPushButton("Calibrating…" if calibrating else "Calibrate now")
-        self.calibrate_button.setEnabled(not calibrating)
-        self.calibrate_button.setToolTip("Measure again, in the background")
-        self.calibrate_button.clicked.connect(self._calibrate)
-        form.addRow("", self.calibrate_button)
-        return page
-
-    def _calibrate(self) -> None:
-        self.calibrate_requested.emit()
-        self.calibrate_button.setText("Calibrating…")
-        self.calibrate_button.setEnabled(False)
-
-    def _show_runtime(self) -> None:
-        running = self._runtime is not None and self._runtime.running
-        url = self._runtime.base_url if self._runtime is not None else ""
-        self.runtime_status.setText(f"Running at {url}" if running else "Not running")
-        self.stop_runtime.setEnabled(running)
+    # --- actions ----------------------------------------------------------------------
 
     def _use_runtime(self) -> None:
         self.backend.setCurrentIndex(self.backend.findData("builtin"))
         self.accept()
 
-    def _stop_runtime(self) -> None:
-        if self._runtime is not None:
-            self._runtime.stop()
+    def _runtime_stopped(self) -> None:
         if self.backend.currentData() == "builtin":
             self.backend.setCurrentIndex(self.backend.findData("auto"))
-        self._show_runtime()
-
-    # --- actions ----------------------------------------------------------------------
 
     def _on_backend_changed(self) -> None:
         kind = self.backend.currentData()
@@ -325,13 +262,6 @@ class SettingsDialog(QDialog):
         path, _ = QFileDialog.getOpenFileName(self, "MCP servers", "", "JSON (*.json)")
         if path:
             self.mcp_config.setText(path)
-
-    def _choose_model(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Choose a GGUF model", "", "GGUF models (*.gguf)"
-        )
-        if path:
-            self.runtime_model.setText(path)
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)

@@ -152,7 +152,7 @@ def test_the_cooldown_toggle_changes_what_the_loop_rejects(
         create_ticket,
         cooldown_s=30,
     )
-    window.session.extra_tools.append(tickets)
+    window.session.tools.extra.append(tickets)
     window.session.apply_settings(window.session.settings)
     type_and_send(qtbot, window, "Create two tickets")
     qtbot.waitUntil(
@@ -163,11 +163,11 @@ def test_the_cooldown_toggle_changes_what_the_loop_rejects(
     assert len(calls) == 1
 
     dialog = SettingsDialog(
-        window.session.settings, window.session.all_tools, window.session.secrets
+        window.session.settings, window.session.tools.all, window.session.secrets
     )
     qtbot.addWidget(dialog)
     dialog.cooldown_enabled.setChecked(False)
-    row = [t.name for t in window.session.all_tools].index("create_ticket")
+    row = [t.name for t in window.session.tools.all].index("create_ticket")
     dialog.tool_table.item(row, 2).setCheckState(Qt.CheckState.Unchecked)
     window.apply_settings(dialog.settings())
     window.session.dedupe = type(window.session.dedupe)(cooldown_enabled=False)  # a fresh minute
@@ -190,7 +190,7 @@ def test_settings_round_trip_with_the_key_in_the_keychain(
     try:
         window, _ = make_window([], folder=tmp_path / "data")
         dialog = SettingsDialog(
-            window.session.settings, window.session.all_tools, window.session.secrets
+            window.session.settings, window.session.tools.all, window.session.secrets
         )
         qtbot.addWidget(dialog)
         dialog.backend.setCurrentIndex(dialog.backend.findData("lmstudio"))
@@ -209,7 +209,7 @@ def test_settings_round_trip_with_the_key_in_the_keychain(
         assert memory.store[(SERVICE, "lmstudio")] == "lm-secret-token"
 
         again = SettingsDialog(
-            window.session.settings, window.session.all_tools, window.session.secrets
+            window.session.settings, window.session.tools.all, window.session.secrets
         )
         qtbot.addWidget(again)
         assert again.backend.currentData() == "lmstudio"
@@ -350,7 +350,7 @@ def test_a_long_conversation_opens_with_the_newest_and_loads_the_rest(
 
 
 def test_first_run_screen_when_no_server(qtbot: Any, make_window: WindowFactory) -> None:
-    from desktop.core.session import Connection
+    from desktop.core.connection import Connection
 
     window, _ = make_window([])
     window.controller.connection_changed.emit(Connection(False, "No model server is running."))
@@ -404,7 +404,7 @@ def test_settings_offer_the_built_in_model(qtbot: Any, make_window: WindowFactor
 
     window, _ = make_window([])
     dialog = SettingsDialog(
-        window.session.settings, window.session.all_tools, window.session.secrets
+        window.session.settings, window.session.tools.all, window.session.secrets
     )
     qtbot.addWidget(dialog)
     assert dialog.runtime_status.text() == "Not running" and not dialog.stop_runtime.isEnabled()
@@ -492,10 +492,10 @@ def test_tool_settings_trust_workspace_and_mcp(
     window, _ = make_window([])
     window.controller.reconnect = lambda: None
     window.apply_settings(replace(window.session.settings, workspace=str(work)))
-    names = [t.name for t in window.session.all_tools]
+    names = [t.name for t in window.session.tools.all]
     assert {"list_files", "read_file", "write_file", "show_file", "view_image"} <= set(names)
     dialog = SettingsDialog(
-        window.session.settings, window.session.all_tools, window.session.secrets
+        window.session.settings, window.session.tools.all, window.session.secrets
     )
     qtbot.addWidget(dialog)
     row = names.index("write_file")

@@ -226,3 +226,9 @@ def set_aside(path: Path) -> Path:
         if source.exists():
             source.replace(kept.with_name(kept.name + suffix))
     return kept
+
+
+def title_from(text: str) -> str:
+    """A new conversation's title: the first line of its first message, shortened."""
+    first_line = text.strip().splitlines()[0] if text.strip() else "New chat"
+    return first_line[:60] + ("…" if len(first_line) > 60 else "")

@@ -141,8 +141,12 @@ def offer_for(
     context_size: int | None = None,
     pinned: Iterable[str] = (),
     used: Iterable[str] = (),
+    selector: ToolSelector | None = None,
 ) -> Offer:
-    """All tools while they fit, else a selection for `request`."""
+    """All tools while they fit, else a selection for `request` (by `selector`, an index
+    kept from an earlier turn, where it was built over these same tools)."""
     if not needs_selection(tools, context_size):
         return every_tool(tools)
-    return ToolSelector(tools).select(request, pinned=pinned, used=used)
+    if selector is None or selector.tools != list(tools):
+        selector = ToolSelector(tools)
+    return selector.select(request, pinned=pinned, used=used)

@@ -1,0 +1,24 @@
+"""Whom the session talks to: what the status bar and the first-run panel show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from desktop.core.providers.base import Capabilities
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What the status bar shows: who answers, with which model, on which track."""
+
+    ok: bool
+    message: str
+    backend: str = ""
+    url: str = ""
+    model: str = ""
+    track: str = ""
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    models: tuple[str, ...] = ()
+
+
+NOT_CONNECTED = Connection(False, "Not connected yet.")

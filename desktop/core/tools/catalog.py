@@ -1,0 +1,88 @@
+"""The tools a session has: the built-in ones (with the workspace's), its MCP servers',
+and those an embedding app adds; which of them are enabled, trusted and offered."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from desktop.core.messages import Message
+from desktop.core.storage.settings import Settings
+from desktop.core.tools.builtin import builtin_tools
+from desktop.core.tools.mcp import McpConfigError, McpServers, load_mcp_config
+from desktop.core.tools.selection import (
+    Offer,
+    ToolSelector,
+    every_tool,
+    needs_selection,
+    offer_for,
+)
+from desktop.core.tools.toolbox import Tool, Toolbox
+
+
+class ToolCatalog:
+    def __init__(self, fixed: Sequence[Tool] | None = None) -> None:
+        """`fixed` replaces the built-in tools (and the workspace's), for tests."""
+        self._fixed = list(fixed) if fixed is not None else None
+        self.all: list[Tool] = []
+        self.extra: list[Tool] = []  # tools an embedding app adds to the built-in ones
+        self.mcp = McpServers([])
+        self.mcp_config_started: str | None = None
+        self.mcp_problems: list[str] = []
+        self._selector: ToolSelector | None = None  # the index over many tools, kept
+
+    def collect(self, settings: Settings) -> None:
+        if self._fixed is not None:
+            self.all = list(self._fixed)
+            return
+        workspace = Path(settings.workspace).expanduser() if settings.workspace else None
+        if workspace is not None and not workspace.is_dir():
+            workspace = None
+        self.all = builtin_tools(workspace) + self.mcp.tools + self.extra
+
+    async def start_mcp(self, settings: Settings) -> list[str]:
+        """(Re)start the MCP servers of the settings; returns what went wrong, per server."""
+        await self.mcp.close()
+        self.mcp = McpServers([])
+        self.mcp_problems = []
+        self.mcp_config_started = settings.mcp_config
+        if settings.mcp_config:
+            try:
+                self.mcp = McpServers(load_mcp_config(Path(settings.mcp_config)))
+            except McpConfigError as exc:
+                self.mcp_problems = [str(exc)]
+            else:
+                self.mcp_problems = await self.mcp.start()
+        self.collect(settings)
+        return self.mcp_problems
+
+    def toolbox(self, settings: Settings) -> Toolbox:
+        return Toolbox(t for t in self.all if settings.tool_enabled(t.name))
+
+    def offer(
+        self,
+        settings: Settings,
+        conversation: Sequence[Message],
+        request: str,
+        context_size: int | None,
+    ) -> Offer:
+        """The tools a turn offers: all while they fit, else those that fit `request`,
+        the pinned ones, and those used earlier in the conversation."""
+        tools = list(self.toolbox(settings))
+        if settings.tool_selection == "off":
+            return every_tool(tools, "all tools")
+        if needs_selection(tools, context_size) and (
+            self._selector is None or self._selector.tools != tools
+        ):
+            self._selector = ToolSelector(tools)  # kept: indexing is done once per tool set
+        pinned = [name for name, on in settings.pinned_tools.items() if on]
+        used = [c.name for m in conversation for c in m.tool_calls]
+        return offer_for(
+            tools, request, context_size=context_size, pinned=pinned, used=used,
+            selector=self._selector,
+        )  # fmt: skip
+
+
+def trusted(settings: Settings, tool: Tool) -> bool:
+    """Whether the tool runs without asking: trusted by the user, or changing nothing."""
+    return settings.trusted_tools.get(tool.name, not tool.needs_approval)

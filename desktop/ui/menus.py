@@ -1,0 +1,50 @@
+"""The window's menus and their shortcuts (listed in one place, for Help to show)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
+
+if TYPE_CHECKING:
+    from desktop.ui.main_window import MainWindow
+
+Shortcut = QKeySequence | QKeySequence.StandardKey | str | None
+
+
+def _action(
+    menu: QMenu, text: str, slot: Callable[[], object], shortcut: Shortcut = None
+) -> QAction:
+    item = menu.addAction(text)
+    item.triggered.connect(slot)
+    if shortcut is not None:
+        item.setShortcut(QKeySequence(shortcut))
+    return item
+
+
+def build_menus(window: MainWindow) -> None:
+    bar = window.menuBar()
+    file_menu = bar.addMenu("&File")
+    _action(file_menu, "New chat", window.new_conversation, QKeySequence.StandardKey.New)
+    _action(file_menu, "Rename chat…", window.rename_conversation, "F2")
+    _action(file_menu, "Delete chat", window.delete_conversation)
+    file_menu.addSeparator()
+    _action(file_menu, "Export as Markdown…", lambda: window.export("md"))
+    _action(file_menu, "Export as JSON…", lambda: window.export("json"))
+    file_menu.addSeparator()
+    _action(file_menu, "Settings…", window.open_settings, QKeySequence.StandardKey.Preferences)
+    _action(file_menu, "Quit", window.close, QKeySequence.StandardKey.Quit)
+    view_menu = bar.addMenu("&View")
+    toggle = window.inspector_dock.toggleViewAction()
+    toggle.setShortcut(QKeySequence("Ctrl+I"))
+    view_menu.addAction(toggle)
+    find = QKeySequence.StandardKey.Find
+    _action(view_menu, "Search conversations", window.search.setFocus, find)
+    chat_menu = bar.addMenu("&Chat")
+    _action(chat_menu, "Stop the answer", window.controller.stop, "Esc")
+    _action(chat_menu, "Reconnect", window.controller.reconnect, "Ctrl+R")
+    help_menu = bar.addMenu("&Help")
+    _action(help_menu, "Open the logs folder", window.open_logs)
+    _action(help_menu, "About Loomchat", window.about)
