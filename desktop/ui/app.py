@@ -19,9 +19,6 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore
-from desktop.core.connection import Connection
-from desktop.core.events import Event, TurnFailed, TurnFinished
-from desktop.core.messages import ToolCall
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore, set_aside
 from desktop.core.storage.keychain import SecretStore
@@ -29,6 +26,7 @@ from desktop.core.storage.paths import DataFolderError, check_writable, data_dir
 from desktop.core.storage.settings import Settings, SettingsError, load_settings
 from desktop.ui.controller import ChatController
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on
+from desktop.ui.diagnostics import report_startup, self_check
 from desktop.ui.main_window import MainWindow
 
 T = TypeVar("T")
@@ -147,100 +145,6 @@ def _logging(folder: Path) -> Path | None:
     return None
 
 
-async def _report_startup(app: QApplication) -> None:
-    """For bench/gui.py: how long from launch to the window shown, and memory once idle."""
-    import json
-    import resource as rusage
-    import time
-
-    await asyncio.sleep(0)  # let the first paint happen
-    shown_ms = (time.time_ns() - int(os.environ["LOOMCHAT_BENCH_STARTUP"])) / 1e6
-    await asyncio.sleep(3)  # settle: connection attempt done, nothing running
-    rss_kb = int(
-        next(
-            line.split()[1]
-            for line in Path("/proc/self/status").read_text().splitlines()
-            if line.startswith("VmRSS:")
-        )
-    )
-    peak_kb = rusage.getrusage(rusage.RUSAGE_SELF).ru_maxrss
-    print(
-        json.dumps(
-            {"shown_ms": shown_ms, "idle_rss_mb": rss_kb / 1024, "peak_rss_mb": peak_kb / 1024}
-        )
-    )
-    app.quit()
-
-
-async def _self_check(window: MainWindow, session: Session, question: str) -> int:
-    """For the installer test (packaging/test-package.sh): with the window shown, run each
-    tool on its example, and once a backend answers ask `question` through the window;
-    print what happened as one JSON line, and say whether all went well (0) or not (1)."""
-    import json
-
-    report: dict[str, Any] = {"window_shown": window.isVisible()}
-    settled: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
-
-    def on_connection(connection: Connection) -> None:
-        if connection.message != "Connecting…" and not settled.done():
-            settled.set_result(connection)
-
-    window.controller.connection_changed.connect(on_connection)
-    # Each tool on its own first example, with no model in the way: a bundle that lost a
-    # library (numpy for charts, say) fails here, not in a user's chat.
-    tools: dict[str, str] = {}
-    toolbox = session.toolbox()
-    for tool in toolbox:
-        if tool.examples and not tool.needs_approval:
-            call = ToolCall(f"check-{tool.name}", tool.name, tool.examples[0].arguments)
-            outcome = await toolbox.run(call)
-            tools[tool.name] = f"error: {outcome.error}" if outcome.error else "ok"
-    report["tools"] = tools
-    # Tool selection's libraries load only when many tools are offered: load them here.
-    from desktop.core.tools.selection import ToolSelector
-
-    try:
-        picked = ToolSelector(list(toolbox)).select("What is 23 times 19?").tools
-        report["tool_selection"] = "ok" if picked else "error: nothing selected"
-    except Exception as exc:
-        report["tool_selection"] = f"error: {exc!r}"
-    # The built-in runtime may take a while to load its model.
-    connection = await asyncio.wait_for(settled, 600)
-    report |= {"connected": connection.ok, "status": connection.message,
-               "backend": connection.backend, "model": connection.model}  # fmt: skip
-    report["offered"] = [tool.name for tool in session.toolbox()]
-    if session.runtime is not None:  # which llama-server the built-in runtime started
-        report["runtime"] = session.runtime.command()[0]
-    if connection.ok:
-        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-
-        def settle(text: str) -> None:
-            if not answer.done():
-                answer.set_result(text)
-
-        def settle_on_end(event: Event) -> None:
-            if isinstance(event, TurnFinished):
-                settle(event.text)
-            elif isinstance(event, TurnFailed):
-                settle(f"failed: {event.message}")
-
-        window.controller.event_received.connect(settle_on_end)
-        window.composer.setPlainText(question)
-        window.send()
-        try:
-            report["answer"] = await asyncio.wait_for(answer, 300)
-        except TimeoutError:
-            report["answer"] = "failed: no answer within 300 s"
-    if target := os.environ.get("LOOMCHAT_SELF_CHECK_REPORT"):  # a window app on Windows
-        Path(target).write_text(json.dumps(report), encoding="utf-8")  # has no stdout
-    else:
-        print(json.dumps(report), flush=True)
-    answered = bool(report.get("answer")) and not report["answer"].startswith("failed")
-    tools_ok = all(result == "ok" for result in tools.values())
-    tools_ok = tools_ok and report["tool_selection"] == "ok"
-    return 0 if report["window_shown"] and answered and tools_ok else 1
-
-
 def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     assert isinstance(app, QApplication)
@@ -267,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         app.aboutToQuit.connect(quitting.set)
         controller.reconnect()  # needs the running loop: the first thing it does
         if os.environ.get("LOOMCHAT_BENCH_STARTUP"):
-            await _report_startup(app)
+            await report_startup(app)
         if question := os.environ.get("LOOMCHAT_SELF_CHECK"):
-            code = await _self_check(window, session, question)
+            code = await self_check(window, session, question)
             await controller.shutdown()
             return code
         await quitting.wait()
