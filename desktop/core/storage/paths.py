@@ -15,6 +15,8 @@ from pathlib import Path
 
 import platformdirs
 
+from desktop.core.errors import LoomchatError
+
 APP_NAME = "Loomchat"
 
 
@@ -58,7 +60,7 @@ def legacy_model_dir() -> Path:
     return Path(platformdirs.user_data_dir("loomchat", appauthor=False)) / "models"
 
 
-class DataFolderError(Exception):
+class DataFolderError(LoomchatError):
     """The data folder cannot be used; the message says why in plain words. `damaged` is
     the file at fault, where one is (it can be set aside and a fresh one started)."""
 

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from desktop.core.backend_kind import BACKEND_KINDS
+from desktop.core.errors import LoomchatError
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 
 SCHEMA: dict[str, Any] = {
@@ -84,7 +85,7 @@ class Settings:
         )
 
 
-class SettingsError(Exception):
+class SettingsError(LoomchatError):
     pass
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import warnings
 
+from desktop.core.errors import ToolError
 from desktop.core.messages import Image
 
 MAX_SIDE = 1568  # px; vision models downscale beyond this anyway
@@ -15,7 +16,7 @@ MAX_BYTES = 4 * 1024 * 1024
 MAX_PIXELS = 50_000_000
 
 
-class ImageError(ValueError):
+class ImageError(ToolError, ValueError):
     pass
 
 

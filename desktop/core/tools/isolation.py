@@ -18,6 +18,8 @@ from collections.abc import Callable
 from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Any, TypeVar, cast
 
+from desktop.core.errors import ToolError
+
 T = TypeVar("T")
 
 # Imported once in the fork server, so that each child starts with them loaded.
@@ -30,7 +32,7 @@ PRELOAD = [
 ]
 
 
-class WorkerCrashed(RuntimeError):
+class WorkerCrashed(ToolError, RuntimeError):
     """The child process ended without an answer (killed by the system, out of memory)."""
 
 

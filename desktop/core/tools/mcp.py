@@ -26,6 +26,7 @@ from typing import Any
 
 import jsonschema
 
+from desktop.core.errors import ToolError, UsageError
 from desktop.core.messages import Image
 from desktop.core.tools.toolbox import Tool, ToolOutput
 
@@ -58,11 +59,11 @@ CLOSE_TIMEOUT_S = 5.0
 log = logging.getLogger(__name__)
 
 
-class McpConfigError(ValueError):
+class McpConfigError(UsageError):
     pass
 
 
-class McpToolError(RuntimeError):
+class McpToolError(ToolError, RuntimeError):
     """The server ran the tool and it failed; the message is the server's."""
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from desktop.core.errors import ToolError
 from desktop.core.tool_spec import Example
 from desktop.core.tools.isolation import run_isolated
 from desktop.core.tools.toolbox import Tool
@@ -36,7 +37,7 @@ _BINARY: dict[type[ast.operator], Callable[[Fraction, Fraction], Fraction]] = {
 }
 
 
-class CalculationError(ValueError):
+class CalculationError(ToolError, ValueError):
     pass
 
 

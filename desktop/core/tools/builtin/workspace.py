@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from desktop.core.errors import ToolError
 from desktop.core.messages import sniff_image_mime
 from desktop.core.tool_spec import Example
 from desktop.core.tools.images import ImageError, fit_image
@@ -46,7 +47,7 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC"
 _AT_FOLDER = os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(ToolError, ValueError):
     pass
 
 

@@ -1,0 +1,35 @@
+"""The app's failures, under one root. Each says what happened in words a person can act
+on; none is a crash: the window shows it and goes on, the CLI prints it and exits.
+
+LoomchatError
+├── UsageError          what was asked cannot be done as asked (CLI exit 2): a tools file
+│   │                   that is not a list of functions, an unknown tool name
+│   └── McpConfigError  the MCP servers file is missing or malformed
+├── ProviderError       a backend failed: not running, refused, broke off its answer
+├── RuntimeSetupError   the built-in runtime cannot start: no llama-server, no model
+├── DataFolderError     the data folder cannot be used (read-only, damaged, full)
+├── SettingsError       the settings file cannot be read (the defaults are used)
+└── ToolError           a tool failed; its message becomes the result the model reads
+    ├── ImageError        an image that cannot be read or is too large
+    ├── WorkspaceError    a path outside the workspace, or a file it cannot read
+    ├── CalculationError  an expression the calculator refuses
+    ├── McpToolError      an MCP server ran the tool and it failed
+    └── WorkerCrashed     the worker process running a tool died
+
+Errors of a value (UsageError, ImageError, WorkspaceError, CalculationError) are also
+ValueErrors, and the tool failures of a process also RuntimeErrors, as before the root.
+"""
+
+from __future__ import annotations
+
+
+class LoomchatError(Exception):
+    """A failure the app explains to the person using it."""
+
+
+class UsageError(LoomchatError, ValueError):
+    """What was asked cannot be done as asked: the CLI exits 2."""
+
+
+class ToolError(LoomchatError):
+    """A tool failed; its message is the result the model reads."""
