@@ -50,7 +50,7 @@ case "$mode" in
   test)
     .venv/bin/ruff check desktop tests bench packaging
     .venv/bin/ruff format --check desktop tests bench packaging
-    .venv/bin/mypy desktop
+    .venv/bin/mypy  # desktop strict, tests checked (pyproject.toml)
     .venv/bin/lint-imports
     # A missing llama-server or model fails the run instead of skipping the real-server tests.
     LOOMCHAT_REQUIRE_SERVER=1 QT_QPA_PLATFORM=offscreen .venv/bin/python -m pytest "$@"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from desktop.core.messages import Message, ToolCall
@@ -25,7 +25,7 @@ from desktop.core.providers.base import (
     TokenOdds,
     UsageReport,
 )
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tool_spec import ToolSpec
 
 
 @dataclass
@@ -69,8 +69,8 @@ class ScriptedProvider:
         return Features(self.constrains_json, self.reports_token_odds, self.takes_grammar)
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[Tool], options: RequestOptions
-    ) -> AsyncIterator[ProviderEvent]:
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncGenerator[ProviderEvent, None]:
         request = Request(copy.deepcopy(list(messages)), [t.name for t in tools], options)
         self.requests.append(request)
         if not self.script:

@@ -46,7 +46,7 @@ def test_tool_result_json_shows_image_type_and_size_not_bytes() -> None:
 
 
 def test_every_event_serialises() -> None:
-    samples = [
+    samples: list[events.Event] = [
         events.TextDelta(0, "hi"), events.ThinkingDelta(0, "hm"),
         events.ToolCallParsed(0, "c", "t", {"a": 1}), events.ToolRejected(0, "t", None, "why"),
         events.ToolStarted(0, "c", "t"), events.Usage(0, 1, 2),

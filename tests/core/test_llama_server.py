@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from desktop.core.events import Event, TextDelta, ToolCallParsed, ToolResult, TurnFinished, Usage
+from desktop.core.events import TextDelta, ToolCallParsed, ToolResult, TurnFinished, Usage
 from desktop.core.loop import LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import RequestOptions
@@ -189,7 +189,7 @@ async def test_cli_against_the_real_server(llama_server: LlamaServer) -> None:
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 0, err.decode()
-    events: list[Event] = [json.loads(line) for line in out.decode().splitlines()]
+    events: list[dict[str, Any]] = [json.loads(line) for line in out.decode().splitlines()]
     assert events[-1]["kind"] == "turn_finished" and events[-1]["text"]
 
 

@@ -25,7 +25,7 @@ from desktop.core.providers.base import BrokenCall, Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput
 from desktop.core.tracks.emulated import EmulatedTools
-from tests.fakes import Request, ScriptedProvider, Step
+from tests.fakes import Request, Script, ScriptedProvider, Step
 from tests.images import JPEG, PNG
 
 
@@ -183,7 +183,8 @@ async def test_limit_one_runs_one_tool_then_asks_without_tools() -> None:
 async def test_default_limit_runs_ten_tools() -> None:
     """Edge case 11 with the limit unset: 10."""
     search = Recorder()
-    provider = ScriptedProvider([always_calls] * 10 + ["final"])
+    script: list[Script] = [*[always_calls] * 10, "final"]
+    provider = ScriptedProvider(script)
     events, _ = await turn(provider, [search.tool])
     assert len(search.calls) == 10
     assert len(provider.requests) == 11 and provider.requests[-1].tools == []
@@ -403,7 +404,7 @@ async def test_parallel_calls_run_concurrently() -> None:
         peak = max(peak, running)
         await asyncio.sleep(0.05)
         running -= 1
-        return arguments["q"]
+        return str(arguments["q"])
 
     search = Recorder(answer=slow)
     step = Step(

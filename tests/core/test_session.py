@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from desktop.core.providers.http import HttpProvider
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -101,7 +102,7 @@ async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None
         session = Session(settings, store, SecretStore(), tools=[])
         assert (await session.connect()).ok
         provider = session._provider
-        assert provider is not None and not provider.client.is_closed
+        assert isinstance(provider, HttpProvider) and not provider.client.is_closed
         await session.close()
         await session.close()
         assert provider.client.is_closed
@@ -168,6 +169,7 @@ def test_apply_settings_saves_them_and_says_which_changes_reconnect(tmp_path: Pa
     session = Session(Settings(), store, SecretStore(), tools=[], settings_path=path)
     assert session.apply_settings(replace(session.settings, max_tool_calls=3)) is False
     assert load_settings(path).max_tool_calls == 3  # the session keeps its settings file
+    change: dict[str, Any]
     for change in ({"model": "qwen"}, {"track": "native"}, {"context_size": 4096},
                    {"runtime_model": "/m.gguf"}, {"mcp_config": "/mcp.json"},
                    {"backend": "ollama"}, {"url": "http://127.0.0.1:1"}):  # fmt: skip

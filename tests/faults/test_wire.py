@@ -25,6 +25,7 @@ from desktop.core.providers.koboldcpp import KoboldCppProvider
 from desktop.core.providers.llamacpp import LlamaCppProvider
 from desktop.core.providers.lmstudio import LMStudioProvider
 from desktop.core.providers.ollama import OllamaProvider
+from desktop.core.providers.registry import ProbingProvider
 from desktop.core.tools.toolbox import Toolbox
 from tests.core.providers.test_koboldcpp import PROPS
 from tests.replay_server import Canned, ReplayServer
@@ -39,7 +40,7 @@ class Wire:
     name: str
     path: str
     content_type: str
-    make: Callable[[str], Provider]
+    make: Callable[[str], ProbingProvider]
     frame: Callable[[bytes], bytes]
     token: Callable[[str], Any]
     finish: Any
@@ -119,9 +120,9 @@ def fault(wire: Wire, name: str) -> Canned:
                 pieces=[bad(token.encode()), *wire.answer()], content_type=wire.content_type
             )
         case "invalid UTF-8":
-            token = json.dumps(wire.token("café"), ensure_ascii=False).encode()
-            token = token.replace("é".encode(), b"\xe9\xff")  # not UTF-8
-            return Canned(pieces=[bad(token), *wire.answer()], content_type=wire.content_type)
+            encoded = json.dumps(wire.token("café"), ensure_ascii=False).encode()
+            encoded = encoded.replace("é".encode(), b"\xe9\xff")  # not UTF-8
+            return Canned(pieces=[bad(encoded), *wire.answer()], content_type=wire.content_type)
         case "HTTP 500 with a message":
             return Canned(500, "application/json", [b'{"error": {"message": "out of memory"}}'])
         case "HTTP 404 HTML page":

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtCore import QTimer
@@ -57,8 +58,8 @@ def test_a_cancelled_folder_choice_asks_again(qapp: QApplication, tmp_path: Path
 
 
 def test_start_fresh_keeps_the_damaged_file_and_opens_a_new_history(
-    qtbot, qloop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     folder = damaged_folder(tmp_path)
     damaged_bytes = (folder / "chats.db").read_bytes()
@@ -80,8 +81,8 @@ def test_start_fresh_keeps_the_damaged_file_and_opens_a_new_history(
 
 
 def test_another_folder_is_used_and_remembered(
-    qtbot, qloop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("LOOMCHAT_DATA_DIR", raising=False)
     chosen = tmp_path / "chosen"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from desktop.ui.inspector import step_sections
 
 
-def phase(options: dict[str, object], raw: str, odds: list[list[object]] | None = None) -> dict:
+def phase(
+    options: dict[str, object], raw: str, odds: list[list[object]] | None = None
+) -> dict[str, object]:
     return {"request": {"messages": [], "tools": [], "options": options}, "raw_output": raw,
             "token_odds": odds or []}  # fmt: skip
 
@@ -64,6 +66,7 @@ def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-unty
     inspector = InspectorPanel()
     inspector.set_traces([trace])
     first = inspector.tree.topLevelItem(0)
+    assert first is not None
     assert first.text(0) == "Tools offered: 2 of 50"
     inspector.tree.setCurrentItem(first)
     assert inspector.detail.toPlainText() == (

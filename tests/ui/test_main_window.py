@@ -55,6 +55,7 @@ def test_a_streamed_answer_appears_as_markdown(qtbot: Any, make_window: WindowFa
     assert QGuiApplication.clipboard().text() == "print(1)"
     assert provider.requests[0].messages[-1].text == "Say hello"
     assert window.composer.toPlainText() == ""
+    assert window.conversation_id is not None
     stored = [m for _, m in window.store.messages(window.conversation_id)]
     assert [m.role for m in stored] == ["user", "assistant"]
 
@@ -102,6 +103,7 @@ def test_without_vision_the_card_says_the_image_was_withheld(
     assert card.images_note.text() == "The image stayed here: this model cannot see images."
     assert provider.requests[1].messages[-1].images == []
     # Opened again from the store, the card says the same.
+    assert window.conversation_id is not None
     assert window.conversation_id is not None
     stored = [m for _, m in window.store.messages(window.conversation_id)]
     window.chat.show_messages(stored, more_before=False)
@@ -168,7 +170,9 @@ def test_the_cooldown_toggle_changes_what_the_loop_rejects(
     qtbot.addWidget(dialog)
     dialog.cooldown_enabled.setChecked(False)
     row = [t.name for t in window.session.tools.all].index("create_ticket")
-    dialog.tool_table.item(row, 2).setCheckState(Qt.CheckState.Unchecked)
+    cell = dialog.tool_table.item(row, 2)
+    assert cell is not None
+    cell.setCheckState(Qt.CheckState.Unchecked)
     window.apply_settings(dialog.settings())
     window.session.dedupe = type(window.session.dedupe)(cooldown_enabled=False)  # a fresh minute
     window.session.apply_settings(window.session.settings)
@@ -199,7 +203,7 @@ def test_settings_round_trip_with_the_key_in_the_keychain(
         dialog.track.setCurrentIndex(dialog.track.findData("auto"))
         dialog.max_tool_calls.setValue(4)
         dialog.api_key.setText("lm-secret-token")
-        window.controller.reconnect = lambda: None  # no server to connect to here
+        window.controller.reconnect = lambda: None  # type: ignore[method-assign]  # no server to connect to here
         window.apply_settings(dialog.settings(), dialog.save_key())
         saved = (tmp_path / "data" / "settings.json").read_text()
         assert "lm-secret-token" not in saved
@@ -314,14 +318,17 @@ def test_the_inspector_shows_each_step(qtbot: Any, make_window: WindowFactory) -
     )
     qtbot.waitUntil(lambda: window.inspector.tree.topLevelItemCount() == 3, timeout=5000)
     step0 = window.inspector.tree.topLevelItem(0)
-    titles = [step0.child(i).text(0) for i in range(step0.childCount())]
+    assert step0 is not None
+    titles = [step0.child(i).text(0) for i in range(step0.childCount())]  # type: ignore[union-attr]
     # the emulated track: the tools are in the system prompt, none go natively
     assert titles[:2] == ["→ system", "→ user"] and "→ tools (native)" not in titles
     assert "← raw output" in titles
     assert "parsed call: create_chart" in titles
     assert "verdict: create_chart valid, not a repeat: run" in titles
     assert any(t.startswith("result: create_chart") for t in titles)
-    window.inspector.tree.setCurrentItem(step0.child(titles.index("parsed call: create_chart")))
+    parsed = step0.child(titles.index("parsed call: create_chart"))
+    assert parsed is not None
+    window.inspector.tree.setCurrentItem(parsed)
     assert json.loads(window.inspector.detail.toPlainText())["type"] == "bar"
 
 
@@ -345,7 +352,7 @@ def test_a_long_conversation_opens_with_the_newest_and_loads_the_rest(
     assert len(window.chat.bubbles()) == 80
     window.load_earlier()
     assert len(window.chat.bubbles()) == 100 and not window.chat.earlier_button.isVisible()
-    first = window.chat.column.itemAt(1).widget()
+    first = window.chat.column.itemAt(1).widget()  # type: ignore[union-attr]
     assert isinstance(first, MessageBubble) and first.body.text == "question 0"
 
 
@@ -377,7 +384,7 @@ def test_first_run_offers_a_model_file_for_the_built_in_runtime(
 def test_without_the_bundled_model_the_start_screen_offers_only_a_model_file(qtbot: Any) -> None:
     from PySide6.QtWidgets import QPushButton
 
-    from desktop.ui.main_window import FirstRunPanel
+    from desktop.ui.first_run import FirstRunPanel
 
     panel = FirstRunPanel(offer_bundled_model=False)
     qtbot.addWidget(panel)
@@ -426,7 +433,7 @@ def test_write_file_asks_in_the_chat_and_always_remembers(
     window, provider = make_window(
         [Step(tool_calls=[write]), "Saved.", Step(tool_calls=[again]), "Saved again."]
     )
-    window.controller.reconnect = lambda: None
+    window.controller.reconnect = lambda: None  # type: ignore[method-assign]
     window.apply_settings(replace(window.session.settings, workspace=str(work)))
     type_and_send(qtbot, window, "Save one")
     qtbot.waitUntil(
@@ -471,7 +478,7 @@ def test_stopping_during_the_question_ends_it(
     window, _ = make_window(
         [Step(tool_calls=[ToolCall("w1", "write_file", {"path": "a.txt", "content": "x"})])]
     )
-    window.controller.reconnect = lambda: None
+    window.controller.reconnect = lambda: None  # type: ignore[method-assign]
     window.apply_settings(replace(window.session.settings, workspace=str(work)))
     type_and_send(qtbot, window, "Save")
     qtbot.waitUntil(
@@ -490,7 +497,7 @@ def test_tool_settings_trust_workspace_and_mcp(
     work = tmp_path / "work"
     work.mkdir()
     window, _ = make_window([])
-    window.controller.reconnect = lambda: None
+    window.controller.reconnect = lambda: None  # type: ignore[method-assign]
     window.apply_settings(replace(window.session.settings, workspace=str(work)))
     names = [t.name for t in window.session.tools.all]
     assert {"list_files", "read_file", "write_file", "show_file", "view_image"} <= set(names)
@@ -499,9 +506,14 @@ def test_tool_settings_trust_workspace_and_mcp(
     )
     qtbot.addWidget(dialog)
     row = names.index("write_file")
-    assert dialog.tool_table.item(row, 3).checkState() == Qt.CheckState.Unchecked
-    dialog.tool_table.item(row, 3).setCheckState(Qt.CheckState.Checked)
-    dialog.tool_table.item(names.index("calculator"), 1).setCheckState(Qt.CheckState.Unchecked)
+    trust, calculator_on = (
+        dialog.tool_table.item(row, 3),
+        dialog.tool_table.item(names.index("calculator"), 1),
+    )
+    assert trust is not None and calculator_on is not None
+    assert trust.checkState() == Qt.CheckState.Unchecked
+    trust.setCheckState(Qt.CheckState.Checked)
+    calculator_on.setCheckState(Qt.CheckState.Unchecked)
     dialog.mcp_config.setText(str(tmp_path / "mcp.json"))
     chosen = dialog.settings()
     assert chosen.trusted_tools == {"write_file": True}

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from tests.replay_server import Canned, ReplayServer
 from tests.test_cli import PATH, content
 
 
-async def self_check(data: Path, url: str, **settings: object) -> tuple[int, dict[str, object]]:
+async def self_check(data: Path, url: str, **settings: object) -> tuple[int, dict[str, Any]]:
     settings = {"backend": "llamacpp", "url": url, **settings}
     (data / "settings.json").write_text(json.dumps(settings))
     env = {**os.environ, "LOOMCHAT_DATA_DIR": str(data), "LOOMCHAT_SELF_CHECK": "Say hello",

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from desktop.core.calibration.questions import CaseKind
 from desktop.core.calibration.scoring import Answer
 from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
@@ -34,7 +35,7 @@ TOOLS = [WEATHER, STOCKS, TRANSLATE]
 
 
 def answer(due: bool, odds: float | None, *, right: bool = True, called: bool = True) -> Answer:
-    kind = "call" if due else "unfit"
+    kind: CaseKind = "call" if due else "unfit"
     return Answer(kind, due, called, right and due, odds, False, False, 1, 20, 0.5)
 
 

@@ -96,7 +96,7 @@ def test_a_chat_history_that_is_a_folder_cannot_be_opened(tmp_path: Path) -> Non
 def test_paths_module_holds_the_one_data_dir() -> None:
     import desktop.core.runtime as runtime
 
-    assert runtime.data_dir is paths.data_dir
+    assert runtime.data_dir is paths.data_dir  # type: ignore[attr-defined]
 
 
 def test_tests_never_touch_the_users_configuration() -> None:

@@ -19,7 +19,7 @@ class MemoryKeyring(KeyringBackend):
     priority = -1  # never chosen by keyring's auto-detection: only where a test sets it
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.store: dict[tuple[str, str], str] = {}
 
     def get_password(self, service: str, username: str) -> str | None:
@@ -103,7 +103,7 @@ def test_without_a_keychain_the_key_lives_for_the_session_only(tmp_path: Path) -
     from keyring.backends import fail
 
     previous = keyring.get_keyring()
-    keyring.set_keyring(fail.Keyring())
+    keyring.set_keyring(fail.Keyring())  # type: ignore[no-untyped-call]
     try:
         assert keychain_available()[0] is False
         secrets = SecretStore()

@@ -6,7 +6,7 @@ from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.prompt import render_tool_prompt
 from tests.core.tracks.samples import CLOCK, SEARCH, noop
-from tests.fakes import ScriptedProvider, Step
+from tests.fakes import Script, ScriptedProvider, Step
 
 # --- two-phase constrained calls --------------------------------------------------------
 
@@ -117,7 +117,7 @@ async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> Non
 
 
 async def gated_run(
-    script: list[Step], *, reports_token_odds: bool = True
+    script: list[Script], *, reports_token_odds: bool = True
 ) -> tuple[ScriptedProvider, Reply]:
     from desktop.core.tracks.constrained import ConstrainedTools
 
