@@ -11,7 +11,7 @@ import pytest
 
 from desktop.cli import build_parser, declared_tools
 from desktop.core.runtime import free_port
-from tests.replay_server import Canned, Received, ReplayServer, sse
+from tests.support.replay_server import Canned, Received, ReplayServer, sse
 
 PATH = "/v1/chat/completions"
 TOOLS = [
@@ -125,7 +125,7 @@ async def test_declared_tools_report_their_arguments(tools_file: Path) -> None:
 
 
 async def test_ollama_from_the_cli(tools_file: Path) -> None:
-    from tests.replay_server import ndjson
+    from tests.support.replay_server import ndjson
 
     def line(content: str) -> dict[str, Any]:
         return {"model": "qwen3:4b", "created_at": "2026-11-30T10:00:00Z",
@@ -260,7 +260,7 @@ async def test_approve_ask_reads_the_terminal(tmp_path: Path) -> None:
 
 
 async def test_mcp_tools_from_the_cli(tmp_path: Path) -> None:
-    server_script = Path(__file__).resolve().parent / "mcp_server.py"
+    server_script = Path(__file__).resolve().parent / "support" / "mcp_server.py"
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [str(server_script)]},
                                                  "gone": {"command": "no-such-binary-xyz"}}}))  # fmt: skip

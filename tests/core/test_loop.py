@@ -25,8 +25,8 @@ from desktop.core.providers.base import BrokenCall, Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput
 from desktop.core.tracks.emulated import EmulatedTools
-from tests.fakes import Request, Script, ScriptedProvider, Step
-from tests.images import JPEG, PNG
+from tests.support.fakes import Request, Script, ScriptedProvider, Step
+from tests.support.images import JPEG, PNG
 
 
 class Recorder:

@@ -9,7 +9,7 @@ from desktop.core.messages import Image, Message
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracing import TracingProvider
 from desktop.core.tracks.emulated import EmulatedTools
-from tests.fakes import ScriptedProvider, Step
+from tests.support.fakes import ScriptedProvider, Step
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 30
 

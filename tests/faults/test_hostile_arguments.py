@@ -20,7 +20,7 @@ from desktop.core.providers.base import Provider
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.toolbox import Tool, Toolbox, validate_arguments
 from desktop.core.tracks.emulated import EmulatedTools
-from tests.fakes import ScriptedProvider, Step
+from tests.support.fakes import ScriptedProvider, Step
 
 
 def deep(levels: int, leaf: Any = 1) -> Any:

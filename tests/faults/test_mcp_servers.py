@@ -18,7 +18,7 @@ from desktop.core.tools.mcp import McpServerConfig, McpServers
 from desktop.core.tools.toolbox import Toolbox
 from tests.core.tools.test_mcp import SERVER
 
-FAULTY = str(Path(__file__).resolve().parent.parent / "mcp_faulty_server.py")
+FAULTY = str(Path(__file__).resolve().parents[1] / "support" / "mcp_faulty_server.py")
 
 
 def faulty(name: str, mode: str) -> McpServerConfig:
@@ -93,7 +93,7 @@ async def test_the_cli_with_broken_servers_answers_and_exits_cleanly(tmp_path: P
     after ~190 library tracebacks on stderr."""
     import json
 
-    from tests.replay_server import Canned, ReplayServer
+    from tests.support.replay_server import Canned, ReplayServer
     from tests.test_cli import PATH, content, run_cli
 
     config = tmp_path / "mcp.json"

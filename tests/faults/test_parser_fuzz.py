@@ -19,7 +19,7 @@ from desktop.core.messages import Message
 from desktop.core.tools.toolbox import Tool, Toolbox, validate_arguments
 from desktop.core.tracks.emulated import EmulatedTools
 from desktop.core.tracks.parse import parse_answer
-from tests.fakes import ScriptedProvider
+from tests.support.fakes import ScriptedProvider
 
 SCHEMA = {
     "type": "object",

@@ -28,7 +28,7 @@ from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.providers.registry import ProbingProvider
 from desktop.core.tools.toolbox import Toolbox
 from tests.core.providers.test_koboldcpp import PROPS
-from tests.replay_server import Canned, ReplayServer
+from tests.support.replay_server import Canned, ReplayServer
 
 FAST = httpx.Timeout(connect=2.0, read=2.0, write=2.0, pool=2.0)
 

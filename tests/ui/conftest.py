@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 from desktop.core.providers.base import Capabilities
 from desktop.ui.app import build
 from desktop.ui.main_window import MainWindow
-from tests.fakes import Script, ScriptedProvider
+from tests.support.fakes import Script, ScriptedProvider
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
 from desktop.ui.controller import ApprovalRequest, ChatController
-from tests.fakes import Script, ScriptedProvider, Step
+from tests.support.fakes import Script, ScriptedProvider, Step
 
 CALL = '{"name": "delete_note", "arguments": {"title": "old"}}'
 

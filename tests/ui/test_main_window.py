@@ -18,7 +18,7 @@ from desktop.ui.chat_view import MessageBubble
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.tool_card import ImageThumb, ToolCard
 from tests.core.storage.test_settings import MemoryKeyring
-from tests.fakes import Step
+from tests.support.fakes import Step
 from tests.ui.conftest import WindowFactory
 
 CHART_CALL = ToolCall(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.replay_server import Canned, ReplayServer
+from tests.support.replay_server import Canned, ReplayServer
 from tests.test_cli import PATH, content
 
 

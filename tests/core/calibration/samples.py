@@ -10,7 +10,7 @@ from desktop.core.calibration.questions import CaseKind
 from desktop.core.calibration.scoring import Answer
 from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
-from tests.fakes import Request, ScriptedProvider, Step
+from tests.support.fakes import Request, ScriptedProvider, Step
 
 
 async def nothing(arguments: dict[str, Any]) -> str:

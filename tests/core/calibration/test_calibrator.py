@@ -10,7 +10,7 @@ from tests.core.calibration.samples import (
     TOOLS,
     sure_model,
 )
-from tests.fakes import ScriptedProvider, Step
+from tests.support.fakes import ScriptedProvider, Step
 
 
 async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:

@@ -17,7 +17,7 @@ from desktop.core.storage.settings import SCHEMA
 from desktop.core.tracks.choice import on_track, prepare
 from desktop.core.tracks.constrained import ConstrainedTools
 from desktop.core.tracks.native import NativeTools
-from tests.replay_server import Canned, ReplayServer
+from tests.support.replay_server import Canned, ReplayServer
 
 
 def test_each_kind_gets_its_provider_and_default_address() -> None:

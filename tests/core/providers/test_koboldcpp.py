@@ -16,7 +16,7 @@ from desktop.core.providers.base import (
 )
 from desktop.core.providers.koboldcpp import KoboldCppProvider
 from tests.core.providers.streams import WEATHER, collect
-from tests.replay_server import Canned, ReplayServer, resplit, sse
+from tests.support.replay_server import Canned, ReplayServer, resplit, sse
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 STREAM = "/api/extra/generate/stream"

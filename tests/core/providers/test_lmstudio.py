@@ -5,7 +5,7 @@ import pytest
 from desktop.core.messages import Image, Message
 from desktop.core.providers.base import Capabilities, ProviderError, RequestOptions
 from desktop.core.providers.lmstudio import LMStudioProvider
-from tests.replay_server import Canned, ReplayServer
+from tests.support.replay_server import Canned, ReplayServer
 
 V1 = {"models": [
     {"type": "llm", "key": "qwen/qwen3-8b", "display_name": "Qwen3 8B", "architecture": "qwen3",

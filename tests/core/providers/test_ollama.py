@@ -18,7 +18,7 @@ from desktop.core.providers.base import (
 from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.runtime import free_port
 from tests.core.providers.streams import WEATHER, collect, reply_of
-from tests.replay_server import Canned, ReplayServer, ndjson, resplit
+from tests.support.replay_server import Canned, ReplayServer, ndjson, resplit
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 NDJSON = "application/x-ndjson"

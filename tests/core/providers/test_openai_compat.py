@@ -18,7 +18,7 @@ from desktop.core.providers.base import (
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.runtime import free_port
 from tests.core.providers.streams import WEATHER, collect, reply_of, text_of
-from tests.replay_server import Canned, ReplayServer, resplit, sse
+from tests.support.replay_server import Canned, ReplayServer, resplit, sse
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 PATH = "/v1/chat/completions"

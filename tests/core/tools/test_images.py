@@ -4,7 +4,7 @@ import pytest
 from PIL import Image as Pillow
 
 from desktop.core.tools.images import ImageError, fit_image
-from tests.images import picture
+from tests.support.images import picture
 
 
 def size_of(data: bytes) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""MCP tools from a real stdio MCP server (tests/mcp_server.py), through the loop."""
+"""MCP tools from a real stdio MCP server (tests/support/mcp_server.py), through the loop."""
 
 import asyncio
 import json
@@ -19,9 +19,9 @@ from desktop.core.tools.mcp import (
     parse_mcp_config,
 )
 from desktop.core.tools.toolbox import Toolbox
-from tests.fakes import ScriptedProvider, Step
+from tests.support.fakes import ScriptedProvider, Step
 
-SERVER = str(Path(__file__).resolve().parents[2] / "mcp_server.py")
+SERVER = str(Path(__file__).resolve().parents[2] / "support" / "mcp_server.py")
 
 
 def config(**extra: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from desktop.core.storage.settings import Settings
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.selection import MAX_TOOLS, ToolSelector, needs_selection, offer_for
 from desktop.core.tools.toolbox import Tool
-from tests.fakes import Request, ScriptedProvider, Step
+from tests.support.fakes import Request, ScriptedProvider, Step
 
 
 async def noop(arguments: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from desktop.core.messages import Image, ToolCall
 from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput, render_content
-from tests.images import PNG
+from tests.support.images import PNG
 
 WEATHER_SCHEMA = {
     "type": "object",

@@ -6,7 +6,7 @@ from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.prompt import render_tool_prompt
 from tests.core.tracks.samples import CLOCK, SEARCH, noop
-from tests.fakes import Script, ScriptedProvider, Step
+from tests.support.fakes import Script, ScriptedProvider, Step
 
 # --- two-phase constrained calls --------------------------------------------------------
 

@@ -4,7 +4,7 @@ from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.emulated import EmulatedTools
 from desktop.core.tracks.prompt import emulated_history
 from tests.core.tracks.samples import PNG, SEARCH
-from tests.fakes import ScriptedProvider, Step
+from tests.support.fakes import ScriptedProvider, Step
 
 # --- the adapter ------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.native import NativeTools
 from desktop.core.tracks.parse import parse_answer
 from tests.core.tracks.samples import SEARCH, calls
-from tests.fakes import ScriptedProvider, Step
+from tests.support.fakes import ScriptedProvider, Step
 
 # --- the native track's text fallback ---------------------------------------------------
 

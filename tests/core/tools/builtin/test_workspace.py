@@ -14,7 +14,7 @@ from desktop.core.tools.builtin.workspace import (
     workspace_tools,
 )
 from desktop.core.tools.toolbox import Toolbox, ToolOutput
-from tests.images import picture
+from tests.support.images import picture
 
 
 @pytest.fixture

@@ -22,8 +22,6 @@ from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracks.choice import on_track
 
-pytestmark = pytest.mark.server
-
 OPTIONS = RequestOptions(temperature=0, seed=42, max_tokens=80)
 
 

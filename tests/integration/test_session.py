@@ -1,0 +1,52 @@
+"""A session on the built-in runtime with the real llama-server."""
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from desktop.core.session import Session
+from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.settings import Settings
+
+
+async def answer(session: Session, conversation: int, text: str) -> list[Any]:
+    return [event async for event in session.send(conversation, text)]
+
+
+async def test_a_killed_built_in_server_is_back_for_the_next_message(tmp_path: Path) -> None:
+    """The app never started the supervisor: a crashed built-in server stayed dead."""
+    from tests.conftest import _binary_and_model
+
+    binary, model = _binary_and_model()
+    settings = Settings(backend="builtin", runtime_model=str(model), temperature=0)
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(settings, store, SecretStore(), tools=[], runtime_log=tmp_path / "s.log")
+    connection = await session.connect()
+    assert connection.ok, connection.message
+    assert session.runtime is not None and session.runtime.process is not None
+    session.runtime.binary = binary
+    conversation = store.create_conversation()
+    try:
+        first = await answer(session, conversation, "Say hi.")
+        assert first[-1].kind == "turn_finished"
+        killed = session.runtime.process.pid
+        os.kill(killed, signal.SIGKILL)  # mid-conversation, between two messages
+        second = await answer(session, conversation, "Say hi again.")
+        assert second[-1].kind == "turn_finished", second[-1]
+        assert session.runtime.restarts == 1 and session.runtime.process.pid != killed
+        # The supervisor restarts it by itself too, with no message waiting.
+        os.kill(session.runtime.process.pid, signal.SIGKILL)
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if session.runtime.restarts == 2 and session.runtime.running:
+                break
+        assert session.runtime.restarts == 2
+        third = await answer(session, conversation, "And once more.")
+        assert third[-1].kind == "turn_finished", third[-1]
+    finally:
+        await session.close()
+        store.close()
+    assert not session.runtime.running
