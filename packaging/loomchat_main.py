@@ -4,7 +4,7 @@ import multiprocessing
 import sys
 
 if __name__ == "__main__":
-    # Tools compute in worker processes (desktop.core.isolation): in a frozen app the
+    # Tools compute in worker processes (desktop.core.tools.isolation): in a frozen app the
     # fork server and its helpers start as this executable, and must stop here.
     multiprocessing.freeze_support()
     from desktop.__main__ import main

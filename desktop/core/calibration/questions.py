@@ -23,7 +23,7 @@ MAX_CASES = 40
 # native track.
 FULL_ANSWERS = 6
 # At most this many tools beside a question: as many as a turn offers when tool selection
-# picks (tool_selection.py), so that a few hundred tools still make short prompts.
+# picks (tools/selection.py), so that a few hundred tools still make short prompts.
 OFFERED = 4
 # Requests no tool serves: the model should answer them in words.
 CHIT_CHAT = (

@@ -1,6 +1,6 @@
 """The user's settings: a JSON file checked against a schema, written atomically.
 
-API keys are never in this file: they live in the OS keychain (see `secrets.py`).
+API keys are never in this file: they live in the OS keychain (see `keychain.py`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Settings:
     # a JSON file of MCP servers ({"mcpServers": ...})
     mcp_config: str = field(default="", metadata=RECONNECT)
     trusted_tools: dict[str, bool] = field(default_factory=dict)  # run without asking
-    # "auto": when the tools do not fit (desktop/core/tool_selection.py), each turn offers
+    # "auto": when the tools do not fit (desktop/core/tools/selection.py), each turn offers
     # those that fit its request; "off": always all of them.
     tool_selection: str = "auto"
     pinned_tools: dict[str, bool] = field(default_factory=dict)  # always offered

@@ -38,7 +38,7 @@ CALL_TOKEN_BUDGET = 1024
 # token odds, for the call to be made; below it the model answers in plain text. Small
 # models reach for a tool on nearly any request but hesitate on those no tool fits; how
 # much they hesitate differs from model to model (and between quantisations of one), so
-# each model's bar is measured by its calibration (calibration.py). Until then the model's
+# each model's bar is measured by its calibration (calibration/). Until then the model's
 # own first choice stands: no bar.
 UNCALIBRATED_BAR = 0.0
 _CALL_OPENERS = ("{", "[", "`")

@@ -2,7 +2,7 @@
 
 Every value, intermediate ones included, is kept under a size bound, so no expression can
 run for long; and the evaluation runs in a worker process all the same, which the tool's
-timeout kills (desktop.core.isolation).
+timeout kills (desktop.core.tools.isolation).
 """
 
 from __future__ import annotations
