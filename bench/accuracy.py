@@ -53,8 +53,9 @@ from typing import Any
 
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.card import Calibration
+from desktop.core.events import Reply, UsageReport
 from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import Provider, Reply, RequestOptions, UsageReport
+from desktop.core.providers.base import Provider, RequestOptions
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model

@@ -19,9 +19,10 @@ import json
 
 import httpx
 
+from desktop.core.events import UsageReport
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
-from desktop.core.providers.base import RequestOptions, UsageReport
+from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tools.builtin import builtin_tools

@@ -15,7 +15,7 @@ import os
 import sys
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, assert_never
 
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
@@ -27,9 +27,11 @@ from desktop.core.events import (
     ToolCallParsed,
     ToolRejected,
     ToolResult,
+    ToolStarted,
     TurnFailed,
     TurnFinished,
     TurnWarning,
+    Usage,
     event_to_dict,
 )
 from desktop.core.limits import parse_max_tool_calls
@@ -146,21 +148,26 @@ class HumanPrinter:
         self.out, self.err = out, err
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
-        elif isinstance(event, ThinkingDelta):
-            self.err.write(event.text)
-        elif isinstance(event, ToolCallParsed):
-            arguments = json.dumps(event.arguments, ensure_ascii=False)
-            self.err.write(f"\n[tool] {event.name}({arguments})\n")
-        elif isinstance(event, ToolRejected):
-            self.err.write(f"[rejected] {event.name}: {event.reason}\n")
-        elif isinstance(event, ToolResult):
-            status = f"error: {event.error}" if event.error else f"{event.duration_ms:.0f} ms"
-            self.err.write(f"[result] {event.name} ({status}): {event.content[:500]}\n")
-        elif isinstance(event, TurnFinished):
-            self.out.write("\n")
+        match event:
+            case TextDelta():
+                self.out.write(event.text)
+                self.out.flush()
+            case ThinkingDelta():
+                self.err.write(event.text)
+            case ToolCallParsed():
+                arguments = json.dumps(event.arguments, ensure_ascii=False)
+                self.err.write(f"\n[tool] {event.name}({arguments})\n")
+            case ToolRejected():
+                self.err.write(f"[rejected] {event.name}: {event.reason}\n")
+            case ToolResult():
+                status = f"error: {event.error}" if event.error else f"{event.duration_ms:.0f} ms"
+                self.err.write(f"[result] {event.name} ({status}): {event.content[:500]}\n")
+            case TurnFinished():
+                self.out.write("\n")
+            case ToolStarted() | Usage() | TurnWarning() | TurnFailed():
+                pass  # warnings and failures are written by the command, once
+            case _:
+                assert_never(event)
 
 
 def jsonl_printer(out: TextIO) -> Any:

@@ -1,7 +1,13 @@
-"""The events a turn emits: one vocabulary for the GUI, the CLI, tests and traces.
+"""One vocabulary of events, from the provider to the widget.
 
-Every event has a `kind` and the `step` it belongs to (the 0-based index of the model
-request within the turn). `to_dict` gives the JSON form the CLI prints with
+What a provider yields for one model request (`ProviderEvent`: text and thinking chunks,
+usage, notices, token odds, and one `Reply`) the loop turns into what a turn emits
+(`Event`: the GUI, the CLI, tests and traces read these). They pair: `TextChunk` becomes
+`TextDelta`, `ThinkingChunk` `ThinkingDelta`, `UsageReport` `Usage`, `Notice`
+`TurnWarning`, and a `Reply` the turn's calls or its end.
+
+Every turn event has a `kind` and the `step` it belongs to (the 0-based index of the model
+request within the turn). `event_to_dict` gives the JSON form the CLI prints with
 `--events jsonl`; images appear there as their type and size, not their bytes.
 """
 
@@ -10,7 +16,92 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from desktop.core.messages import Image
+from desktop.core.messages import Image, ToolCall
+
+# --- what a provider yields ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ThinkingChunk:
+    text: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    prompt_tokens: int
+    completion_tokens: int
+    # Prompt tokens the server took from its cache (llama.cpp `timings.cache_n`), if it says.
+    cached_tokens: int | None = None
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that does not stop the answer (context nearly full)."""
+
+    message: str
+    kind: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True)
+class TokenOdds:
+    """The likeliest candidates for one generated token, with their probabilities."""
+
+    alternatives: tuple[tuple[str, float], ...]
+    kind: Literal["token_odds"] = "token_odds"
+
+
+@dataclass(frozen=True)
+class BrokenCall:
+    """A tool call the model started but that cannot be run: cut off, or not JSON."""
+
+    name: str
+    arguments: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class CallGate:
+    """How the call gate judged a call the model opened: its odds of a call against the
+    bar, and where that bar came from (the model's calibration, or none yet)."""
+
+    odds: float
+    bar: float
+    source: str  # "calibrated 2026-11-30", or "uncalibrated"
+
+    @property
+    def passed(self) -> bool:
+        return self.odds >= self.bar
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The end of one model response.
+
+    `text` is the answer text, without any tool-call JSON; `raw` is what the model wrote,
+    for the inspector. `finish_reason` is the backend's ("stop", "length", "tool_calls").
+    """
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    broken_calls: list[BrokenCall] = field(default_factory=list)
+    raw: str = ""
+    finish_reason: str | None = None
+    gate: CallGate | None = None  # set where the call gate weighed an opened call
+    kind: Literal["reply"] = "reply"
+
+
+ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | TokenOdds | Reply
+
+
+# --- what a turn emits -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,13 @@ from typing import Any, assert_never
 
 from desktop.core.events import (
     Event,
+    Notice,
+    Reply,
+    TextChunk,
     TextDelta,
+    ThinkingChunk,
     ThinkingDelta,
+    TokenOdds,
     ToolCallParsed,
     ToolRejected,
     ToolResult,
@@ -29,22 +34,13 @@ from desktop.core.events import (
     TurnFinished,
     TurnWarning,
     Usage,
+    UsageReport,
 )
 from desktop.core.judge import Judge
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 from desktop.core.messages import Image, Message, ToolCall, without_surrogates
 from desktop.core.offer import ToolOffer
-from desktop.core.providers.base import (
-    Notice,
-    Provider,
-    ProviderError,
-    Reply,
-    RequestOptions,
-    TextChunk,
-    ThinkingChunk,
-    TokenOdds,
-    UsageReport,
-)
+from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import (
     Approver,

@@ -11,21 +11,31 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
-from desktop.core.events import Event, TextDelta, ThinkingDelta, event_to_dict
-from desktop.core.messages import Image, Message
-from desktop.core.providers.base import (
-    Provider,
-    ProviderError,
+from desktop.core.events import (
+    Event,
+    Notice,
     ProviderEvent,
-    ProviderWrapper,
     Reply,
-    RequestOptions,
     TextChunk,
+    TextDelta,
+    ThinkingChunk,
+    ThinkingDelta,
     TokenOdds,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    ToolStarted,
+    TurnFailed,
+    TurnFinished,
+    TurnWarning,
+    Usage,
     UsageReport,
+    event_to_dict,
 )
+from desktop.core.messages import Image, Message
+from desktop.core.providers.base import Provider, ProviderError, ProviderWrapper, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 
 
@@ -77,17 +87,23 @@ class TurnTrace:
     def record(self, event: Event) -> None:
         """Attach a loop event to its step. Text deltas are left out (the raw output has
         them); thinking is collected here, where both tracks have split it out."""
-        if isinstance(event, ThinkingDelta):
-            if 0 <= event.step < len(self.steps):
-                self.steps[event.step].thinking += event.text
-            return
-        if isinstance(event, TextDelta):
-            return
-        if event.kind in ("turn_finished", "turn_failed"):
-            self.outcome = event_to_dict(event)
-            return
-        if 0 <= event.step < len(self.steps):
-            self.steps[event.step].events.append(event_to_dict(event))
+        known = 0 <= event.step < len(self.steps)
+        match event:
+            case ThinkingDelta():
+                if known:
+                    self.steps[event.step].thinking += event.text
+            case TextDelta():
+                pass
+            case TurnFinished() | TurnFailed():
+                self.outcome = event_to_dict(event)
+            case (
+                ToolCallParsed() | ToolRejected() | ToolStarted() | ToolResult() | Usage()
+                | TurnWarning()
+            ):  # fmt: skip
+                if known:
+                    self.steps[event.step].events.append(event_to_dict(event))
+            case _:
+                assert_never(event)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,20 +170,7 @@ class TracingProvider(ProviderWrapper):
         try:
             async with aclosing(self.inner.stream(messages, tools, options)) as stream:
                 async for event in stream:
-                    if isinstance(event, TextChunk):
-                        seen.append(event.text)
-                    if isinstance(event, TokenOdds) and not step.token_odds:
-                        step.token_odds = list(event.alternatives)
-                    if isinstance(event, UsageReport):
-                        step.usage = {
-                            "prompt_tokens": event.prompt_tokens,
-                            "completion_tokens": event.completion_tokens,
-                        }
-                        if event.cached_tokens is not None:
-                            step.usage["cached_tokens"] = event.cached_tokens
-                    elif isinstance(event, Reply):
-                        step.raw_output = event.raw or event.text
-                        step.finish_reason = event.finish_reason
+                    _note(step, event, seen)
                     yield event
         except ProviderError as exc:
             step.error = str(exc)
@@ -176,3 +179,27 @@ class TracingProvider(ProviderWrapper):
             if not step.raw_output and seen:
                 step.raw_output = "".join(seen) + "  [generation stopped here]"
             step.duration_ms = round((time.perf_counter() - began) * 1000, 1)
+
+
+def _note(step: StepTrace, event: ProviderEvent, seen: list[str]) -> None:
+    """What the step's trace keeps of one event of its answer."""
+    match event:
+        case TextChunk():
+            seen.append(event.text)
+        case TokenOdds():
+            if not step.token_odds:
+                step.token_odds = list(event.alternatives)
+        case UsageReport():
+            step.usage = {
+                "prompt_tokens": event.prompt_tokens,
+                "completion_tokens": event.completion_tokens,
+            }
+            if event.cached_tokens is not None:
+                step.usage["cached_tokens"] = event.cached_tokens
+        case Reply():
+            step.raw_output = event.raw or event.text
+            step.finish_reason = event.finish_reason
+        case ThinkingChunk() | Notice():
+            pass  # thinking is recorded from the turn's events; a notice is one of them
+        case _:
+            assert_never(event)

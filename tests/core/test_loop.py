@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from desktop.core.events import (
+    BrokenCall,
     Event,
     TextDelta,
     ThinkingDelta,
@@ -21,7 +22,7 @@ from desktop.core.events import (
 from desktop.core.limits import parse_max_tool_calls
 from desktop.core.loop import LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.providers.base import BrokenCall, Capabilities, Provider
+from desktop.core.providers.base import Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput
 from desktop.core.tracks.emulated import EmulatedTools

@@ -88,7 +88,7 @@ async def test_the_server_reports_how_sure_the_model_is_of_a_call(
 ) -> None:
     """The one-token probe behind the call gate: real odds, and a weather question to a
     weather tool opens with a call the model is sure of."""
-    from desktop.core.providers.base import TokenOdds
+    from desktop.core.events import TokenOdds
     from desktop.core.tracks.constrained import ConstrainedTools
     from desktop.core.tracks.prompt import emulated_history
 

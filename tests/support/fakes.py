@@ -11,20 +11,17 @@ import copy
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 
-from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import (
+from desktop.core.events import (
     BrokenCall,
-    Capabilities,
-    Features,
-    ProviderError,
     ProviderEvent,
     Reply,
-    RequestOptions,
     TextChunk,
     ThinkingChunk,
     TokenOdds,
     UsageReport,
 )
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import Capabilities, Features, ProviderError, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 
 

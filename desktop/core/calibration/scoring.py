@@ -16,8 +16,9 @@ from desktop.core.calibration.questions import (
     Case,
     CaseKind,
 )
+from desktop.core.events import Reply, UsageReport
 from desktop.core.messages import ToolCall
-from desktop.core.providers.base import Provider, Reply, UsageReport
+from desktop.core.providers.base import Provider
 from desktop.core.tracks.constrained import ConstrainedTools
 
 

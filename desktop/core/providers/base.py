@@ -8,10 +8,11 @@ track produced the calls (native, or emulated in the prompt) is invisible to the
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from desktop.core.errors import LoomchatError
+from desktop.core.events import BrokenCall, ProviderEvent
 from desktop.core.messages import Message, ToolCall, new_call_id
 from desktop.core.tool_spec import ToolSpec
 
@@ -57,86 +58,6 @@ class RequestOptions:
     # Which later part of a step this request is (see ConstrainedTools), for the trace;
     # None for a step's first request. Backends ignore it.
     phase: Literal["call-odds", "constrained", "plain"] | None = None
-
-
-@dataclass(frozen=True)
-class TextChunk:
-    text: str
-    kind: Literal["text"] = "text"
-
-
-@dataclass(frozen=True)
-class ThinkingChunk:
-    text: str
-    kind: Literal["thinking"] = "thinking"
-
-
-@dataclass(frozen=True)
-class UsageReport:
-    prompt_tokens: int
-    completion_tokens: int
-    # Prompt tokens the server took from its cache (llama.cpp `timings.cache_n`), if it says.
-    cached_tokens: int | None = None
-    kind: Literal["usage"] = "usage"
-
-
-@dataclass(frozen=True)
-class Notice:
-    """Something the user should know that does not stop the answer (context nearly full)."""
-
-    message: str
-    kind: Literal["notice"] = "notice"
-
-
-@dataclass(frozen=True)
-class TokenOdds:
-    """The likeliest candidates for one generated token, with their probabilities."""
-
-    alternatives: tuple[tuple[str, float], ...]
-    kind: Literal["token_odds"] = "token_odds"
-
-
-@dataclass(frozen=True)
-class BrokenCall:
-    """A tool call the model started but that cannot be run: cut off, or not JSON."""
-
-    name: str
-    arguments: Any
-    reason: str
-
-
-@dataclass(frozen=True)
-class CallGate:
-    """How the call gate judged a call the model opened: its odds of a call against the
-    bar, and where that bar came from (the model's calibration, or none yet)."""
-
-    odds: float
-    bar: float
-    source: str  # "calibrated 2026-11-30", or "uncalibrated"
-
-    @property
-    def passed(self) -> bool:
-        return self.odds >= self.bar
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The end of one model response.
-
-    `text` is the answer text, without any tool-call JSON; `raw` is what the model wrote,
-    for the inspector. `finish_reason` is the backend's ("stop", "length", "tool_calls").
-    """
-
-    text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    broken_calls: list[BrokenCall] = field(default_factory=list)
-    raw: str = ""
-    finish_reason: str | None = None
-    gate: CallGate | None = None  # set where the call gate weighed an opened call
-    kind: Literal["reply"] = "reply"
-
-
-ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | TokenOdds | Reply
 
 
 class ProviderError(LoomchatError):

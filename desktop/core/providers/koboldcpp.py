@@ -23,15 +23,9 @@ from typing import Any
 
 import httpx
 
+from desktop.core.events import ProviderEvent, Reply, TextChunk
 from desktop.core.messages import Message
-from desktop.core.providers.base import (
-    Capabilities,
-    ProviderError,
-    ProviderEvent,
-    Reply,
-    RequestOptions,
-    TextChunk,
-)
+from desktop.core.providers.base import Capabilities, ProviderError, RequestOptions
 from desktop.core.providers.chat_template import CHATML_STOP, render_prompt
 from desktop.core.providers.http import (
     DEFAULT_TIMEOUT,

@@ -15,19 +15,21 @@ from typing import Any
 
 import httpx
 
-from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import (
+from desktop.core.events import (
     BrokenCall,
-    Capabilities,
-    Features,
     Notice,
-    ProviderError,
     ProviderEvent,
     Reply,
-    RequestOptions,
     TextChunk,
     ThinkingChunk,
     UsageReport,
+)
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import (
+    Capabilities,
+    Features,
+    ProviderError,
+    RequestOptions,
     checked_call,
     split_calls,
 )

@@ -19,19 +19,21 @@ import httpx
 from httpx_sse import EventSource
 
 from desktop.core.backend_kind import BackendKind
-from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.providers.base import (
+from desktop.core.events import (
     BrokenCall,
-    Capabilities,
-    Features,
-    ProviderError,
     ProviderEvent,
     Reply,
-    RequestOptions,
     TextChunk,
     ThinkingChunk,
     TokenOdds,
     UsageReport,
+)
+from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.providers.base import (
+    Capabilities,
+    Features,
+    ProviderError,
+    RequestOptions,
     checked_call,
     split_calls,
 )

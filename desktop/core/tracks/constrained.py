@@ -9,23 +9,18 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
+from desktop.core.events import CallGate, ProviderEvent, Reply, TextChunk, ThinkingChunk, TokenOdds
 from desktop.core.messages import Message
 from desktop.core.providers.base import (
-    CallGate,
     Provider,
-    ProviderEvent,
     ProviderWrapper,
-    Reply,
     RequestOptions,
-    TextChunk,
-    ThinkingChunk,
-    TokenOdds,
     checked_call,
     split_calls,
 )
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import calls_from_text, known_names
-from desktop.core.tracks.holdback import VisibleText, strip_thinking
+from desktop.core.tracks.holdback import VisibleText, relay, strip_thinking
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.prompt import emulated_history
 
@@ -192,25 +187,26 @@ class ConstrainedTools(ProviderWrapper):
             return
         visible = VisibleText()
         gate = visible.gate
-        reply: Reply | None = None
+        replies: list[Reply] = []
         named: re.Match[str] | None = None  # the first call's tool, once the call names it
-        async with aclosing(self.inner.stream(history, [], options)) as free:
-            async for event in free:
-                if isinstance(event, TextChunk):
-                    for piece in visible.feed(event.text):
-                        yield piece
-                    if gate.holding:
-                        named = _FIRST_NAME.search(gate.buffer, gate.released)
-                        if named or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD:
-                            break  # a call begins and names its tool: stop (closing the stream)
-                elif isinstance(event, Reply):
-                    reply = event
-                elif not isinstance(event, TokenOdds):
-                    yield event
+
+        def call_named() -> bool:
+            """A call begins and names its tool: the free answer stops there."""
+            nonlocal named
+            if not gate.holding:
+                return False
+            named = _FIRST_NAME.search(gate.buffer, gate.released)
+            return bool(named) or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD
+
+        free = relay(self.inner.stream(history, [], options), visible, replies, call_named)
+        async with aclosing(free) as shown:
+            async for event in shown:
+                yield event
         if not gate.holding:
             for piece in visible.flush():
                 yield piece
-            if reply is not None:  # no call started: a plain answer, all of it shown already
+            if replies:  # no call started: a plain answer, all of it shown already
+                reply = replies[-1]
                 yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
             return
         prose = gate.buffer[: gate.released]
@@ -277,18 +273,15 @@ class ConstrainedTools(ProviderWrapper):
             plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
         else:
             history = emulated_history(messages, [])
-        plain = self.inner.stream(history, [], plain_options)
         visible = VisibleText(hold_calls=False)
-        async with aclosing(plain) as answer:
-            async for event in answer:
-                if isinstance(event, TextChunk):
-                    for piece in visible.feed(event.text):
-                        yield piece
-                elif isinstance(event, Reply):
-                    for piece in visible.flush():
-                        yield piece
-                    text, _ = strip_thinking(event.text)
-                    raw_all = f"{raw}\n[plain]\n{event.raw}" if raw else event.raw
-                    yield Reply(text, [], [], raw_all, event.finish_reason, judged)
-                elif not isinstance(event, TokenOdds):
-                    yield event
+        replies: list[Reply] = []
+        plain = relay(self.inner.stream(history, [], plain_options), visible, replies)
+        async with aclosing(plain) as shown:
+            async for event in shown:
+                yield event
+        for piece in visible.flush():
+            yield piece
+        for reply in replies[-1:]:
+            text, _ = strip_thinking(reply.text)
+            raw_all = f"{raw}\n[plain]\n{reply.raw}" if raw else reply.raw
+            yield Reply(text, [], [], raw_all, reply.finish_reason, judged)

@@ -11,18 +11,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 
+from desktop.core.events import ProviderEvent, Reply, TextChunk
 from desktop.core.messages import Message
-from desktop.core.providers.base import (
-    ProviderEvent,
-    ProviderWrapper,
-    Reply,
-    RequestOptions,
-    TextChunk,
-    checked_call,
-    split_calls,
-)
+from desktop.core.providers.base import ProviderWrapper, RequestOptions, checked_call, split_calls
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.holdback import VisibleText
+from desktop.core.tracks.holdback import VisibleText, relay
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.prompt import emulated_history
 
@@ -38,20 +31,15 @@ async def calls_from_text(
     """
     visible = VisibleText()
     gate = visible.gate
-    reply: Reply | None = None
-    async with aclosing(source) as stream:
-        async for event in stream:
-            if isinstance(event, TextChunk):
-                for piece in visible.feed(event.text):
-                    yield piece
-            elif isinstance(event, Reply):
-                reply = event
-            else:
-                yield event
+    replies: list[Reply] = []
+    async with aclosing(relay(source, visible, replies)) as shown:
+        async for event in shown:
+            yield event
     for piece in visible.flush():
         yield piece
-    if reply is None:
+    if not replies:
         return
+    reply = replies[-1]
     raw = reply.raw or reply.text
     if reply.tool_calls or reply.broken_calls:
         if rest := gate.rest(gate.buffer):

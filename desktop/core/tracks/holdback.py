@@ -9,8 +9,19 @@ the answer starts. Later, `<think>` is just text (a file the model writes may co
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from typing import assert_never
 
-from desktop.core.providers.base import ProviderEvent, TextChunk, ThinkingChunk
+from desktop.core.events import (
+    Notice,
+    ProviderEvent,
+    Reply,
+    TextChunk,
+    ThinkingChunk,
+    TokenOdds,
+    UsageReport,
+)
 
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
@@ -153,3 +164,31 @@ class VisibleText:
             elif released := self.gate.feed(text):
                 out.append(TextChunk(released))
         return out
+
+
+async def relay(
+    source: AsyncGenerator[ProviderEvent, None],
+    visible: VisibleText,
+    replies: list[Reply],
+    stop: Callable[[], bool] = lambda: False,
+) -> AsyncGenerator[ProviderEvent, None]:
+    """`source` as shown: its text fed through `visible` (thinking split out, a possible
+    call held back), its `Reply` kept in `replies` for the caller to rewrite, token odds
+    left to the call gate, which reads them apart. `stop` is asked after each text chunk:
+    true ends the answer there, closing the source."""
+    async with aclosing(source) as stream:
+        async for event in stream:
+            match event:
+                case TextChunk():
+                    for piece in visible.feed(event.text):
+                        yield piece
+                    if stop():
+                        return
+                case Reply():
+                    replies.append(event)
+                case TokenOdds():
+                    pass
+                case ThinkingChunk() | UsageReport() | Notice():
+                    yield event
+                case _:
+                    assert_never(event)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 
+from desktop.core.events import ProviderEvent
 from desktop.core.messages import Message
-from desktop.core.providers.base import ProviderEvent, ProviderWrapper, RequestOptions
+from desktop.core.providers.base import ProviderWrapper, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.prompt import emulated_history

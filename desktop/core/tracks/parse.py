@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop.core.providers.base import BrokenCall
+from desktop.core.events import BrokenCall
 from desktop.core.tracks.holdback import strip_thinking
 
 _CALL_START = re.compile(r'\{\s*"(?:name|function)"\s*:\s*"([^"\\]*)')

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from desktop.core.events import ProviderEvent, Reply, TextChunk
 from desktop.core.messages import Message
-from desktop.core.providers.base import (
-    Provider,
-    ProviderEvent,
-    Reply,
-    RequestOptions,
-    TextChunk,
-)
+from desktop.core.providers.base import Provider, RequestOptions
 from desktop.core.tools.toolbox import Tool
 
 

@@ -6,14 +6,9 @@ import json
 
 import pytest
 
+from desktop.core.events import Reply, TextChunk
 from desktop.core.messages import Image, Message
-from desktop.core.providers.base import (
-    Capabilities,
-    ProviderError,
-    Reply,
-    RequestOptions,
-    TextChunk,
-)
+from desktop.core.providers.base import Capabilities, ProviderError, RequestOptions
 from desktop.core.providers.koboldcpp import KoboldCppProvider
 from tests.core.providers.streams import WEATHER, collect
 from tests.support.replay_server import Canned, ReplayServer, resplit, sse

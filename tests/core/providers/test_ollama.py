@@ -5,16 +5,9 @@ from typing import Any
 
 import pytest
 
+from desktop.core.events import Notice, ProviderEvent, TextChunk, ThinkingChunk, UsageReport
 from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.providers.base import (
-    Notice,
-    ProviderError,
-    ProviderEvent,
-    RequestOptions,
-    TextChunk,
-    ThinkingChunk,
-    UsageReport,
-)
+from desktop.core.providers.base import ProviderError, RequestOptions
 from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.runtime import free_port
 from tests.core.providers.streams import WEATHER, collect, reply_of

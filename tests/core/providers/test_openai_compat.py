@@ -7,14 +7,9 @@ from typing import Any
 
 import pytest
 
+from desktop.core.events import ProviderEvent, ThinkingChunk, UsageReport
 from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.providers.base import (
-    ProviderError,
-    ProviderEvent,
-    RequestOptions,
-    ThinkingChunk,
-    UsageReport,
-)
+from desktop.core.providers.base import ProviderError, RequestOptions
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.runtime import free_port
 from tests.core.providers.streams import WEATHER, collect, reply_of, text_of
@@ -339,7 +334,7 @@ async def test_token_odds_are_asked_for_and_reported() -> None:
     probabilities; they come back as probabilities."""
     import math
 
-    from desktop.core.providers.base import TokenOdds
+    from desktop.core.events import TokenOdds
 
     top = [{"id": 90, "token": "{", "bytes": [123], "logprob": math.log(0.75)},
            {"id": 91, "token": "The", "bytes": [84, 104, 101], "logprob": math.log(0.25)}]  # fmt: skip

@@ -1,7 +1,8 @@
 import pytest
 
+from desktop.core.events import Reply, TextChunk
 from desktop.core.messages import Message
-from desktop.core.providers.base import Reply, RequestOptions, TextChunk
+from desktop.core.providers.base import RequestOptions
 from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.prompt import render_tool_prompt

@@ -1,5 +1,6 @@
+from desktop.core.events import Reply, TextChunk, ThinkingChunk
 from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.providers.base import Reply, RequestOptions, TextChunk, ThinkingChunk
+from desktop.core.providers.base import RequestOptions
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.emulated import EmulatedTools
 from desktop.core.tracks.prompt import emulated_history

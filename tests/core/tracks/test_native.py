@@ -1,5 +1,6 @@
+from desktop.core.events import Reply, TextChunk
 from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import Reply, RequestOptions, TextChunk
+from desktop.core.providers.base import RequestOptions
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.native import NativeTools
 from desktop.core.tracks.parse import parse_answer
