@@ -52,7 +52,7 @@ class StepTrace:
     usage: dict[str, int] | None = None
     error: str | None = None
     duration_ms: float | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)  # serialised only on export
     phases: list[StepTrace] = field(default_factory=list)  # later requests of the step
     # The first token's likeliest alternatives, when asked for (the call gate's probe).
     token_odds: list[tuple[str, float]] = field(default_factory=list)
@@ -67,7 +67,7 @@ class StepTrace:
             "usage": self.usage,
             "error": self.error,
             "duration_ms": self.duration_ms,
-            "events": self.events,
+            "events": [event_to_dict(event) for event in self.events],
             "phases": [p.to_dict() for p in self.phases],
             "token_odds": [[token, round(p, 4)] for token, p in self.token_odds],
         }
@@ -78,7 +78,7 @@ class TurnTrace:
     track: str
     provider: str
     steps: list[StepTrace] = field(default_factory=list)
-    outcome: dict[str, Any] | None = None
+    outcome: TurnFinished | TurnFailed | None = None
     # Which tools the turn offered and why, when it offered a selection of them.
     offer: dict[str, Any] | None = None
     # The call gate's bar for this turn and where it came from: {"bar", "source"}.
@@ -95,13 +95,13 @@ class TurnTrace:
             case TextDelta():
                 pass
             case TurnFinished() | TurnFailed():
-                self.outcome = event_to_dict(event)
+                self.outcome = event
             case (
                 ToolCallParsed() | ToolRejected() | ToolStarted() | ToolResult() | Usage()
                 | TurnWarning()
             ):  # fmt: skip
                 if known:
-                    self.steps[event.step].events.append(event_to_dict(event))
+                    self.steps[event.step].events.append(event)
             case _:
                 assert_never(event)
 
@@ -110,7 +110,7 @@ class TurnTrace:
             "track": self.track,
             "provider": self.provider,
             "steps": [s.to_dict() for s in self.steps],
-            "outcome": self.outcome,
+            "outcome": event_to_dict(self.outcome) if self.outcome else None,
             "offer": self.offer,
             "gate": self.gate,
         }

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from desktop.core.calibration.card import Calibration, TrackScore
+from desktop.core.events import ToolRejected, TurnFinished
 from desktop.core.loop import run_turn
 from desktop.core.messages import Image, Message
 from desktop.core.tools.toolbox import Tool, Toolbox
@@ -51,19 +52,22 @@ async def test_the_trace_holds_the_wire_request_raw_output_and_verdicts() -> Non
     assert first.raw_output == "<think>hm</think>" + raw_call
     assert first.usage == {"prompt_tokens": 50, "completion_tokens": 9}
     assert first.thinking == "hm"
-    assert [e["kind"] for e in first.events] == [
+    assert [e.kind for e in first.events] == [
         "usage",
         "tool_call",
         "tool_started",
         "tool_result",
     ]
     second = trace.steps[1]
-    rejected = [e for e in second.events if e["kind"] == "tool_rejected"]
-    assert rejected[0]["stage"] == "repeat"
-    assert trace.outcome == {"kind": "turn_finished", "step": 2, "text": "Found 3."}
+    rejected = [e for e in second.events if isinstance(e, ToolRejected)]
+    assert rejected[0].stage == "repeat"
+    assert trace.outcome == TurnFinished(2, "Found 3.")
     exported = json.loads(json.dumps(trace.to_dict()))
     assert exported["track"] == "emulated" and exported["provider"] == "scripted model"
     assert exported["steps"][0]["request"]["messages"][0]["role"] == "system"
+    # Events are kept as objects and serialised on export only.
+    assert exported["outcome"] == {"kind": "turn_finished", "step": 2, "text": "Found 3."}
+    assert exported["steps"][1]["events"][-1]["kind"] == "tool_rejected"
 
 
 async def test_the_constrained_phase_is_part_of_its_step() -> None:
@@ -89,7 +93,7 @@ async def test_the_constrained_phase_is_part_of_its_step() -> None:
     assert phase.step == 0 and pinned == {"$ref": "#/$defs/call0"}
     assert phase.options["phase"] == "constrained"
     assert phase.raw_output == raw_call
-    assert [e["kind"] for e in trace.steps[0].events] == [
+    assert [e.kind for e in trace.steps[0].events] == [
         "tool_call",
         "tool_started",
         "tool_result",
@@ -119,7 +123,7 @@ async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() ->
     trace = traced.start_turn(track)
     async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("what is rust")]):
         trace.record(event)
-    assert trace.outcome == {"kind": "turn_finished", "step": 0, "text": "Rust is a language."}
+    assert trace.outcome == TurnFinished(0, "Rust is a language.")
     (step,) = trace.steps
     probe, plain = step.phases
     assert probe.options["phase"] == "call-odds" and probe.token_odds == [("{", 0.6), ("Rust", 0.4)]

@@ -248,8 +248,8 @@ async def test_the_last_step_keeps_the_cached_prompt(llama_server: LlamaServer) 
     # block dropped: the prefix changed at the system prompt).
     first_prompt = next(p.usage for p in trace.steps[0].phases if p.usage)["prompt_tokens"]
     assert last.usage["cached_tokens"] >= first_prompt - 1
-    assert trace.outcome is not None and trace.outcome["kind"] == "turn_finished"
-    assert '{"' not in trace.outcome["text"] and trace.outcome["text"].strip()
+    assert isinstance(trace.outcome, TurnFinished)
+    assert '{"' not in trace.outcome.text and trace.outcome.text.strip()
 
 
 async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:
