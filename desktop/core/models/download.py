@@ -1,0 +1,244 @@
+"""Downloading a model's files from the Hub into the data folder's `models/`.
+
+`huggingface_hub` does the transfer (its URL for the file, its headers, its ranged GET
+that resumes after a cut) in a child process, so that Cancel really stops it. The bytes go
+to `<name>.part`, kept on a cut, a cancel or a quit: the next download of the file asks
+only for the rest. The finished file's sha256 is checked against the Hub's before it takes
+its name; a file that does not match is deleted, and said so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from desktop.core.errors import LoomchatError
+from desktop.core.models.hub import OFFLINE, GgufChoice, HubFile
+from desktop.core.tools.isolation import run_isolated
+
+PART_SUFFIX = ".part"
+_POLL_S = 0.25
+_HASH_CHUNK = 8 * 1024 * 1024
+
+
+class DownloadError(LoomchatError):
+    """A download that did not finish: why, and what is left on disk."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    name: str
+    done: int  # bytes on disk, those of earlier runs included
+    total: int
+    bytes_per_s: float  # over this run
+
+    @property
+    def seconds_left(self) -> float | None:
+        if self.bytes_per_s <= 0:
+            return None
+        return max(self.total - self.done, 0) / self.bytes_per_s
+
+
+OnProgress = Callable[[Progress], None]
+
+
+def local_name(file: HubFile) -> str:
+    """Where a repo file lands in `models/`: its own name, without the repo's folders."""
+    return file.name.rsplit("/", 1)[-1]
+
+
+def part_path(models_dir: Path, file: HubFile) -> Path:
+    return models_dir / (local_name(file) + PART_SUFFIX)
+
+
+async def download_file(
+    repo_id: str,
+    file: HubFile,
+    models_dir: Path,
+    *,
+    endpoint: str | None = None,
+    on_progress: OnProgress | None = None,
+) -> Path:
+    """The file in `models_dir`, downloaded (or resumed) and checked. Cancelling stops the
+    transfer at once and keeps what has arrived."""
+    destination = models_dir / local_name(file)
+    if destination.is_file() and destination.stat().st_size == file.size:
+        return destination  # downloaded before
+    models_dir.mkdir(parents=True, exist_ok=True)
+    part = part_path(models_dir, file)
+    have = part.stat().st_size if part.is_file() else 0
+    if have > file.size:  # not this file's beginning: start again
+        part.unlink()
+        have = 0
+    _check_space(models_dir, file.size - have)
+    url = _url(repo_id, file.name, endpoint)
+    started, first = time.monotonic(), have
+    fetch = asyncio.ensure_future(run_isolated(_fetch, url, str(part), file.size))
+    try:
+        while not fetch.done():
+            await asyncio.wait({fetch}, timeout=_POLL_S)
+            if on_progress is not None:
+                on_progress(_progress(file, part, first, started))
+        outcome = fetch.result()
+    finally:
+        if not fetch.done():
+            fetch.cancel()
+            await asyncio.gather(fetch, return_exceptions=True)
+    if isinstance(outcome, _Failed):
+        raise DownloadError(outcome.message(file, part))
+    if file.sha256 is not None and outcome != file.sha256:
+        part.unlink(missing_ok=True)
+        raise DownloadError(
+            f"{local_name(file)} arrived damaged (its sha256 is not the one Hugging Face "
+            "lists), so it was deleted. Try the download again."
+        )
+    os.replace(part, destination)
+    return destination
+
+
+async def download_choice(
+    repo_id: str,
+    choice: GgufChoice,
+    models_dir: Path,
+    *,
+    endpoint: str | None = None,
+    on_progress: OnProgress | None = None,
+) -> Path:
+    """Every file of a choice (the parts of a split model, its projector), one after
+    another; progress counts them together. Returns the file to load (the first part)."""
+    files = [*choice.files, *([choice.projector] if choice.projector else [])]
+    total = sum(f.size for f in files)
+    _check_space(models_dir, total - sum(_on_disk(models_dir, f) for f in files))
+    finished = 0
+    paths: list[Path] = []
+    for file in files:
+
+        def overall(step: Progress, before: int = finished) -> None:
+            if on_progress is not None:
+                on_progress(Progress(choice.name, before + step.done, total, step.bytes_per_s))
+
+        paths.append(
+            await download_file(repo_id, file, models_dir, endpoint=endpoint, on_progress=overall)
+        )
+        finished += file.size
+    return paths[0]
+
+
+def _on_disk(models_dir: Path, file: HubFile) -> int:
+    done = models_dir / local_name(file)
+    if done.is_file() and done.stat().st_size == file.size:
+        return file.size
+    part = part_path(models_dir, file)
+    return part.stat().st_size if part.is_file() else 0
+
+
+def _check_space(models_dir: Path, needed: int) -> None:
+    import psutil
+
+    folder = models_dir if models_dir.exists() else models_dir.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = psutil.disk_usage(str(folder)).free
+    if needed > free:
+        raise DownloadError(
+            f"Not enough free disk space: the download needs {_size(needed)} more and "
+            f"{folder} has {_size(free)} free."
+        )
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _progress(file: HubFile, part: Path, first: int, started: float) -> Progress:
+    try:
+        done = part.stat().st_size
+    except OSError:
+        done = first
+    elapsed = time.monotonic() - started
+    speed = (done - first) / elapsed if elapsed > 0 else 0.0
+    return Progress(local_name(file), done, file.size, speed)
+
+
+def _url(repo_id: str, filename: str, endpoint: str | None) -> str:
+    from huggingface_hub import hf_hub_url
+
+    return str(hf_hub_url(repo_id, filename, endpoint=endpoint))
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """Why the child's transfer failed, as plain data (the library's errors do not pickle)."""
+
+    kind: str  # "missing", "http", "offline", "disk"
+    detail: str
+
+    def message(self, file: HubFile, part: Path) -> str:
+        kept = part.stat().st_size if part.is_file() else 0
+        name = local_name(file)
+        if self.kind == "missing":
+            return f"{name} is not on Hugging Face (any more): {self.detail}"
+        if self.kind == "disk":
+            return f"{name} could not be written: {self.detail}"
+        resume = (
+            f" {_size(kept)} of {_size(file.size)} are kept: the download goes on from there."
+            if kept
+            else ""
+        )
+        if self.kind == "http":
+            return f"Hugging Face refused {name}: {self.detail}.{resume}"
+        return f"{OFFLINE}: the download of {name} was cut off ({self.detail}).{resume}"
+
+
+def _fetch(url: str, part: str, size: int) -> str | _Failed:
+    """In the child: the rest of the file after what `part` holds, then the whole file's
+    sha256."""
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+    from huggingface_hub.file_download import http_get
+    from huggingface_hub.utils._headers import build_hf_headers
+
+    path = Path(part)
+    try:
+        with path.open("r+b" if path.exists() else "wb") as out:
+            have = out.seek(0, os.SEEK_END)
+            if have < size:
+                http_get(url, out, resume_size=have, headers=build_hf_headers(), expected_size=size)
+    except EntryNotFoundError as exc:
+        return _Failed("missing", str(exc).splitlines()[0][:200])
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        return _Failed("http", f"HTTP {status}")
+    except OSError as exc:
+        kind = "disk" if isinstance(exc, PermissionError) or exc.errno == 28 else "offline"
+        return _Failed(kind, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+    except Exception as exc:  # the library's network errors (httpx2 ...) come here
+        return _Failed("offline", f"{type(exc).__name__}: {str(exc)[:200]}")
+    digest = hashlib.sha256()
+    with path.open("rb") as done:
+        while chunk := done.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def remove_partial(models_dir: Path, file: HubFile) -> None:
+    """Forget a download: its bytes kept so far are deleted."""
+    part_path(models_dir, file).unlink(missing_ok=True)
+
+
+__all__ = [
+    "DownloadError",
+    "Progress",
+    "download_choice",
+    "download_file",
+    "local_name",
+    "remove_partial",
+]
