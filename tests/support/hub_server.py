@@ -138,7 +138,7 @@ class FakeHub:
             for repo_id, repo in self.repos.items()
             if words in repo_id.lower()
         ]  # fmt: skip
-        found.sort(key=lambda m: -int(m["downloads"]))
+        found.sort(key=lambda m: -int(str(m["downloads"])))
         limit = int(query.get("limit", ["1000"])[0])
         return found[:limit]
 
