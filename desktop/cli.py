@@ -17,6 +17,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, TextIO, assert_never
 
+from desktop.cli_models import add_models_parser, models_command
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
 from desktop.core.errors import LoomchatError, UsageError
@@ -131,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="do not keep the result in the data folder")  # fmt: skip
     calibrate.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
                            help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
+    add_models_parser(commands)
     return parser
 
 
@@ -320,7 +322,7 @@ async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"run": run_command, "calibrate": calibrate_command}
+    commands = {"run": run_command, "calibrate": calibrate_command, "models": models_command}
     if args.command not in commands:  # `gui`: desktop/__main__.py opens the window
         parser.error(f"{args.command!r} is not a headless command; run: python -m desktop")
     command = commands[args.command]

@@ -1,0 +1,132 @@
+"""The curated catalogue (`resources/models.json`: data, not code) and which of its models
+this machine can run: RAM and free disk, from psutil."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from desktop.core.errors import LoomchatError
+
+# Beside the code in a checkout; in the bundle's folder in the packaged app (PyInstaller).
+_ROOT = Path(getattr(sys, "_MEIPASS", Path(__file__).resolve().parents[3]))
+CATALOGUE = _ROOT / "resources" / "models.json"
+_GB = 1024**3
+# A model whose needs take more than this share of the RAM leaves too little for the rest.
+RAM_SHARE = 0.75
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["models"],
+    "properties": {
+        "models": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "id",
+                    "name",
+                    "repo",
+                    "file",
+                    "quant",
+                    "size_mb",
+                    "ram_gb",
+                    "licence",
+                    "vision",
+                ],
+                "properties": {
+                    "id": {"type": "string"},
+                    "name": {"type": "string"},
+                    "family": {"type": "string"},
+                    "parameters": {"type": "string"},
+                    "repo": {"type": "string", "pattern": "^[\\w.-]+/[\\w.-]+$"},
+                    "file": {"type": "string", "pattern": "\\.gguf$"},
+                    "projector": {"type": "string", "pattern": "\\.gguf$"},
+                    "quant": {"type": "string"},
+                    "size_mb": {"type": "number", "exclusiveMinimum": 0},
+                    "ram_gb": {"type": "number", "exclusiveMinimum": 0},
+                    "licence": {"type": "string"},
+                    "vision": {"type": "boolean"},
+                },
+            },
+        }
+    },
+}
+
+
+class CatalogueError(LoomchatError):
+    pass
+
+
+@dataclass(frozen=True)
+class CatalogueModel:
+    id: str
+    name: str
+    repo: str
+    file: str
+    quant: str
+    size_mb: float
+    ram_gb: float
+    licence: str
+    vision: bool
+    family: str = ""
+    parameters: str = ""
+    projector: str | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        return int(self.size_mb * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class Machine:
+    ram_bytes: int
+    free_disk_bytes: int
+
+    @classmethod
+    def here(cls, models_dir: Path) -> Machine:
+        import psutil
+
+        folder = models_dir
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        return cls(psutil.virtual_memory().total, psutil.disk_usage(str(folder)).free)
+
+
+@dataclass(frozen=True)
+class Fit:
+    model: CatalogueModel
+    fits: bool
+    why_not: str = ""  # "needs 7 GB of RAM; this machine has 4 GB"
+
+
+def load_catalogue(path: Path = CATALOGUE) -> list[CatalogueModel]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        jsonschema.validate(data, _SCHEMA)
+    except (OSError, ValueError, jsonschema.ValidationError) as exc:
+        raise CatalogueError(f"The model catalogue {path} cannot be read: {exc}") from None
+    return [CatalogueModel(**entry) for entry in data["models"]]
+
+
+def fit(model: CatalogueModel, machine: Machine) -> Fit:
+    if model.ram_gb * _GB > machine.ram_bytes * RAM_SHARE:
+        have = machine.ram_bytes / _GB
+        return Fit(
+            model, False, f"needs {model.ram_gb:g} GB of RAM; this machine has {have:.0f} GB"
+        )
+    if model.size_bytes > machine.free_disk_bytes:
+        free = machine.free_disk_bytes / _GB
+        return Fit(model, False, f"needs {model.size_mb / 1024:.1f} GB of disk; {free:.1f} GB free")
+    return Fit(model, True)
+
+
+def recommend(models: list[CatalogueModel], machine: Machine) -> CatalogueModel | None:
+    """The largest model that runs comfortably here: the most capable one that fits."""
+    fitting = [m for m in models if fit(m, machine).fits and not m.vision]
+    return max(fitting, key=lambda m: m.ram_gb, default=None)

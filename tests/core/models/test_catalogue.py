@@ -1,0 +1,53 @@
+"""The curated catalogue: its file checked, which models fit a machine, the recommendation."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from desktop.core.models.catalogue import (
+    CatalogueError,
+    Machine,
+    fit,
+    load_catalogue,
+    recommend,
+)
+
+GB = 1024**3
+
+
+def test_the_shipped_catalogue_reads_and_spans_families_and_sizes() -> None:
+    models = load_catalogue()
+    assert len({m.family for m in models}) >= 4
+    sizes = [m.ram_gb for m in models]
+    assert min(sizes) <= 1.0 and max(sizes) >= 7.0
+    assert any(m.vision and m.projector for m in models)
+    assert len({m.id for m in models}) == len(models)
+
+
+def test_fit_says_why_not() -> None:
+    models = {m.id: m for m in load_catalogue()}
+    small = Machine(ram_bytes=4 * GB, free_disk_bytes=100 * GB)
+    assert fit(models["qwen2.5-1.5b"], small).fits
+    too_big = fit(models["qwen2.5-7b"], small)
+    assert not too_big.fits and too_big.why_not == "needs 7 GB of RAM; this machine has 4 GB"
+    full = fit(models["qwen2.5-1.5b"], Machine(ram_bytes=64 * GB, free_disk_bytes=GB // 2))
+    assert not full.fits and "of disk" in full.why_not
+
+
+@pytest.mark.parametrize(
+    ("ram_gb", "expected"),
+    [(1, None), (1.5, "qwen2.5-0.5b"), (2, "llama3.2-1b"), (8, "phi3.5-mini"), (32, "llama3.1-8b")],
+)
+def test_the_recommendation_is_the_most_capable_that_fits(
+    ram_gb: int, expected: str | None
+) -> None:
+    chosen = recommend(load_catalogue(), Machine(int(ram_gb * GB), 500 * GB))
+    assert (chosen.id if chosen else None) == expected
+
+
+def test_a_damaged_catalogue_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "models.json"
+    bad.write_text(json.dumps({"models": [{"id": "x", "repo": "not a repo"}]}))
+    with pytest.raises(CatalogueError, match="cannot be read"):
+        load_catalogue(bad)

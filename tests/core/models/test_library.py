@@ -1,0 +1,72 @@
+"""The GGUF files in models/: their headers read with gguf (and kept), delete, import."""
+
+from pathlib import Path
+
+import gguf
+import pytest
+
+from desktop.core.models.library import (
+    INDEX,
+    LibraryError,
+    delete_model,
+    import_model,
+    local_models,
+    mark_used,
+)
+
+
+def tiny_gguf(path: Path) -> Path:
+    """A real GGUF file, written with gguf's own writer: a header and one small tensor."""
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("Tiny Test")
+    writer.add_context_length(4096)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    writer.add_chat_template("{{ messages }}")
+    writer.add_tensor("t", np.zeros(4, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+async def test_headers_are_read_and_kept(tmp_path: Path) -> None:
+    tiny_gguf(tmp_path / "tiny.gguf")
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF" + b"\xff" * 64)
+    (tmp_path / "half.gguf.part").write_bytes(b"x")  # a download still going: not listed
+    models = {m.name: m for m in await local_models(tmp_path)}
+    assert set(models) == {"tiny.gguf", "broken.gguf"}
+    tiny = models["tiny.gguf"].header
+    assert (tiny.name, tiny.architecture, tiny.quant, tiny.context_length) == (
+        "Tiny Test", "llama", "Q4_K_M", 4096
+    )  # fmt: skip
+    assert tiny.has_chat_template and tiny.problem is None
+    assert models["broken.gguf"].header.problem is not None
+    assert (tmp_path / INDEX).is_file()
+    mark_used(tmp_path / "tiny.gguf", 1234.0)
+    again = {m.name: m for m in await local_models(tmp_path)}
+    assert again["tiny.gguf"].last_used == 1234.0 and again["tiny.gguf"].header == tiny
+
+
+async def test_a_damaged_index_is_only_a_cache(tmp_path: Path) -> None:
+    tiny_gguf(tmp_path / "tiny.gguf")
+    (tmp_path / INDEX).write_text('{"tiny.gguf:1:2": 5, "x": [')
+    (model,) = await local_models(tmp_path)
+    assert model.header.quant == "Q4_K_M"
+
+
+async def test_delete_and_import(tmp_path: Path) -> None:
+    elsewhere = tiny_gguf(tmp_path / "elsewhere.gguf")
+    models = tmp_path / "models"
+    imported = await import_model(models, elsewhere)
+    assert imported == models / "elsewhere.gguf" and imported.read_bytes() == elsewhere.read_bytes()
+    with pytest.raises(LibraryError, match="already has"):
+        await import_model(models, elsewhere)
+    with pytest.raises(LibraryError, match="not a GGUF"):
+        await import_model(models, tmp_path / "nothing.txt")
+    with pytest.raises(LibraryError, match="no model named"):
+        delete_model(models, "../elsewhere.gguf" + "x")
+    delete_model(models, "../elsewhere.gguf")  # only its name counts: the one in models/
+    assert not imported.exists() and elsewhere.exists()
