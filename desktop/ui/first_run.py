@@ -10,11 +10,19 @@ class FirstRunPanel(QWidget):
     """Shown instead of the chat while no model server answers."""
 
     use_builtin = Signal()
+    download_recommended = Signal()
     choose_model_file = Signal()
     open_settings = Signal()
     retry = Signal()
 
-    def __init__(self, offer_bundled_model: bool = True, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        offer_bundled_model: bool = True,
+        download_label: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        """`download_label`: "Download Qwen2.5 3B Instruct (2.1 GB)", the first choice
+        where the catalogue has a model that fits this machine."""
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.addStretch()
@@ -42,12 +50,15 @@ class FirstRunPanel(QWidget):
         buttons = QHBoxLayout()
         buttons.addStretch()
         choices = [
+            *([(download_label, self.download_recommended)] if download_label else []),
             ("Use the built-in model", self.use_builtin),
             ("Choose a model file…", self.choose_model_file),
             ("Try again", self.retry),
             ("Settings…", self.open_settings),
         ]
-        for text, signal in choices[0 if offer_bundled_model else 1 :]:
+        if not offer_bundled_model:
+            choices = [c for c in choices if c[1] is not self.use_builtin]
+        for text, signal in choices:
             button = QPushButton(text)
             button.clicked.connect(signal.emit)
             buttons.addWidget(button)

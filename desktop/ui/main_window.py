@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDockWidget,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMessageBox,
     QSplitter,
@@ -40,17 +39,20 @@ from desktop.core.events import (
     Usage,
 )
 from desktop.core.messages import Image
+from desktop.core.models.catalogue import CatalogueModel
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.settings import Settings
 from desktop.ui.calibration_status import CalibrationStatus
 from desktop.ui.chat_view import ChatView
 from desktop.ui.composer import ComposerBar
+from desktop.ui.connection_status import ConnectionStatus
 from desktop.ui.controller import ApprovalRequest, ChatController
 from desktop.ui.conversation_list import ConversationList
 from desktop.ui.first_run import FirstRunPanel
 from desktop.ui.image_dialog import ImageDialog
 from desktop.ui.inspector import InspectorPanel
 from desktop.ui.menus import build_menus
+from desktop.ui.models_dialog import ModelsDialog, offer_text, recommended_model, show_models
 from desktop.ui.settings_dialog import SettingsDialog
 
 PAGE_SIZE = 40  # messages shown when a conversation opens; older ones load on scroll
@@ -84,7 +86,11 @@ class MainWindow(QMainWindow):
         self.chat = ChatView()
         self.chat.load_earlier_requested.connect(self.load_earlier)
         self.chat.image_clicked.connect(self._open_image)
-        self.first_run = FirstRunPanel(offer_bundled_model=bundled_model_available())
+        self.recommended = recommended_model(self.models_dir)
+        self.first_run = FirstRunPanel(bundled_model_available(), offer_text(self.recommended))
+        self.first_run.download_recommended.connect(
+            lambda: self.open_models(self.recommended, use_when_done=True)
+        )
         self.first_run.use_builtin.connect(self._use_builtin)
         self.first_run.choose_model_file.connect(self._choose_model_file)
         self.first_run.retry.connect(self.controller.reconnect)
@@ -123,18 +129,16 @@ class MainWindow(QMainWindow):
         self.inspector_dock.visibilityChanged.connect(self._refresh_inspector)
 
         # bottom: the status bar
-        self.backend_label = QLabel()
-        self.speed_label = QLabel()
-        self.track_label = QLabel()
+        self.status = ConnectionStatus(self.statusBar())
+        self.backend_label, self.track_label = self.status.backend_label, self.status.track_label
+        self.speed_label = self.status.speed_label
         self.calibration_status = CalibrationStatus()
         self.calibration_status.cancel_requested.connect(self.controller.cancel_calibration)
         self.statusBar().addPermanentWidget(self.calibration_status)
         status = self.calibration_status
         self.calibration_label, self.calibration_bar = status.label, status.bar
         self.calibration_cancel = status.cancel
-        for label in (self.track_label, self.speed_label):
-            self.statusBar().addPermanentWidget(label)
-        self.statusBar().addWidget(self.backend_label, 1)
+        self.status.place()
 
         build_menus(self)
         self._connect_controller()
@@ -170,7 +174,7 @@ class MainWindow(QMainWindow):
         c.busy_changed.connect(self._on_busy)
         c.connection_changed.connect(self._on_connection)
         c.approval_requested.connect(self._on_approval_requested)
-        c.speed_measured.connect(lambda speed: self.speed_label.setText(f"{speed:.1f} tokens/s"))
+        c.speed_measured.connect(self.status.show_speed)
         c.calibration_progress.connect(self.calibration_status.progress)
         c.calibration_finished.connect(self._on_calibrated)
         c.calibration_ended.connect(self._on_calibration_ended)
@@ -238,25 +242,12 @@ class MainWindow(QMainWindow):
             self._refresh_inspector()
 
     def _on_connection(self, connection: Connection) -> None:
+        self.status.show(connection, self.session.calibration)
         if connection.ok:
-            where = connection.message.removeprefix("Connected to ").split(". (")[0].rstrip(".")
-            model = f" · {Path(connection.model).name}" if connection.model else ""
-            vision = " · sees images" if connection.capabilities.vision else ""
-            self.backend_label.setText(f"● {where}{model}{vision}")
-            self.backend_label.setToolTip(connection.message)
-            calibration = self.session.calibration
-            gate = (
-                f", bar {calibration.bar:.2f}" if calibration and connection.track == "emulated"
-                else "" if calibration else ", not calibrated yet"
-            )  # fmt: skip
-            self.track_label.setText(f"tools: {connection.track}{gate}")
             self.pages.setCurrentWidget(self.chat)
-        else:
-            self.backend_label.setText(f"○ {connection.message}")
-            self.track_label.setText("")
-            if connection.message != "Connecting…":
-                self.first_run.reason.setText(connection.message)
-                self.pages.setCurrentWidget(self.first_run)
+        elif connection.message != "Connecting…":
+            self.first_run.reason.setText(connection.message)
+            self.pages.setCurrentWidget(self.first_run)
 
     def _refresh_inspector(self, *_args: object) -> None:
         """Rebuild the inspector's tree, only while it is shown (it is not free)."""
@@ -372,6 +363,18 @@ class MainWindow(QMainWindow):
         """Run this GGUF file in the built-in runtime."""
         settings = replace(self.session.settings, backend="builtin", runtime_model=str(path))
         self.apply_settings(settings)
+
+    @property
+    def models_dir(self) -> Path:
+        return self.store.path.parent / "models"
+
+    def open_models(
+        self, download: CatalogueModel | None = None, use_when_done: bool = False
+    ) -> ModelsDialog:
+        """The models dialog, with `download` started (and used once it has arrived)."""
+        dialog = show_models(self, self.models_dir, download, use_when_done)
+        dialog.use_model.connect(self.use_model_file)
+        return dialog
 
     def _open_image(self, image: Image) -> None:
         ImageDialog(image, self).exec()

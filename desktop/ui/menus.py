@@ -34,6 +34,7 @@ def build_menus(window: MainWindow) -> None:
     _action(file_menu, "Export as Markdown…", lambda: window.export("md"))
     _action(file_menu, "Export as JSON…", lambda: window.export("json"))
     file_menu.addSeparator()
+    _action(file_menu, "Models…", lambda: window.open_models(), "Ctrl+M")
     _action(file_menu, "Settings…", window.open_settings, QKeySequence.StandardKey.Preferences)
     _action(file_menu, "Quit", window.close, QKeySequence.StandardKey.Quit)
     view_menu = bar.addMenu("&View")

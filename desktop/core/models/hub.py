@@ -5,6 +5,7 @@ GGUF files with their sizes, quantisation and sha256. Its address is the library
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,7 +94,8 @@ class Hub:
     retries on a silent network could otherwise hold a thread for minutes."""
 
     def __init__(self, endpoint: str | None = None, timeout_s: float = HUB_TIMEOUT_S) -> None:
-        self.endpoint = endpoint
+        # Read here, not in the child: the fork server's environment may be an older one.
+        self.endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
         self.timeout_s = timeout_s
 
     async def search(self, query: str, limit: int = 20) -> list[HubRepo]:

@@ -1,0 +1,392 @@
+"""Models: the recommended ones (which fit this machine), a Hugging Face search, the files
+on this computer; downloads with progress, Cancel and "Use this model". Online only when
+the person searches or downloads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.core.errors import LoomchatError
+from desktop.core.models.catalogue import (
+    CatalogueModel,
+    Machine,
+    fit,
+    load_catalogue,
+    recommend,
+)
+from desktop.core.models.download import Progress, download_choice
+from desktop.core.models.hub import GgufChoice, Hub, HubError
+from desktop.core.models.library import delete_model, import_model, local_models
+
+_MB = 1024 * 1024
+
+
+def recommended_model(models_dir: Path) -> CatalogueModel | None:
+    """What the first run offers to download: the most capable model that fits here."""
+    try:
+        return recommend(load_catalogue(), Machine.here(models_dir))
+    except (LoomchatError, OSError):
+        return None
+
+
+def offer_text(model: CatalogueModel | None) -> str | None:
+    """The first run's first button: "Download Qwen2.5 3B Instruct (2.1 GB)"."""
+    return f"Download {model.name} ({size_text(model.size_bytes)})" if model else None
+
+
+def size_text(n: float) -> str:
+    return f"{n / 1024**3:.1f} GB" if n >= 1024**3 else f"{n / _MB:.0f} MB"
+
+
+class DownloadRow(QWidget):
+    """One download: what, how far (bytes, speed, time left), Cancel; then Use."""
+
+    use_requested = Signal(object)  # Path: the person asked to use it
+    finished_path = Signal(object)  # Path: it has arrived, checked
+
+    def __init__(self, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel(title)
+        self.bar = QProgressBar()
+        self.bar.setAccessibleName(f"Download of {title}")
+        self.detail = QLabel("Waiting…")
+        self.cancel = QPushButton("Cancel")
+        self.use = QPushButton("Use this model")
+        self.use.hide()
+        self.path: Path | None = None
+        self.use.clicked.connect(lambda: self.use_requested.emit(self.path))
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        column = QVBoxLayout()
+        column.addWidget(self.title)
+        column.addWidget(self.bar)
+        column.addWidget(self.detail)
+        row.addLayout(column, 1)
+        row.addWidget(self.cancel)
+        row.addWidget(self.use)
+
+    def progress(self, step: Progress) -> None:
+        self.bar.setRange(0, 1000)
+        self.bar.setValue(int(1000 * step.done / step.total) if step.total else 0)
+        left = step.seconds_left
+        eta = f", {left / 60:.0f} min left" if left and left > 90 else (
+            f", {left:.0f} s left" if left else "")  # fmt: skip
+        self.detail.setText(
+            f"{size_text(step.done)} of {size_text(step.total)}, "
+            f"{step.bytes_per_s / _MB:.1f} MB/s{eta}"
+        )
+
+    def finished(self, path: Path) -> None:
+        self.path = path
+        self.bar.setRange(0, 1)
+        self.bar.setValue(1)
+        self.detail.setText(f"Downloaded and checked: {path.name}")
+        self.cancel.hide()
+        self.use.show()
+        self.finished_path.emit(path)
+
+    def stopped(self, message: str) -> None:
+        self.detail.setText(message)
+        self.cancel.hide()
+
+
+class ModelsDialog(QDialog):
+    """Signals: use_model(Path): run this file in the built-in runtime, now."""
+
+    use_model = Signal(object)
+
+    def __init__(
+        self,
+        models_dir: Path,
+        catalogue: list[CatalogueModel],
+        *,
+        hub: Hub | None = None,
+        machine: Machine | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Models")
+        self.resize(760, 560)
+        self.models_dir = models_dir
+        self.catalogue = catalogue
+        self.hub = hub or Hub()
+        self.machine = machine or Machine.here(models_dir)
+        self.recommended = recommend(catalogue, self.machine)
+        self._queue = asyncio.Lock()  # one download at a time; the others wait their turn
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.rows: list[DownloadRow] = []
+        tabs = QTabWidget()
+        tabs.addTab(self._catalogue_tab(), "Recommended")
+        tabs.addTab(self._search_tab(), "Search Hugging Face")
+        tabs.addTab(self._local_tab(), "On this computer")
+        self.downloads = QVBoxLayout()
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addWidget(tabs, 1)
+        layout.addWidget(self.message)
+        layout.addLayout(self.downloads)
+        self._spawn(self.refresh_local())
+
+    # --- the tabs -------------------------------------------------------------------------
+
+    def _catalogue_tab(self) -> QWidget:
+        page = QWidget()
+        self.catalogue_table = QTableWidget(len(self.catalogue), 5)
+        self.catalogue_table.setHorizontalHeaderLabels(["Model", "Size", "RAM", "Licence", ""])
+        self.catalogue_table.setAccessibleName("Recommended models")
+        for row, model in enumerate(self.catalogue):
+            fits = fit(model, self.machine)
+            name = model.name + (" (recommended)" if model == self.recommended else "")
+            cells = [name, size_text(model.size_bytes), f"{model.ram_gb:g} GB", model.licence,
+                     "fits" if fits.fits else fits.why_not]  # fmt: skip
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                self.catalogue_table.setItem(row, column, item)
+        self.catalogue_table.resizeColumnsToContents()
+        if self.recommended is not None:
+            self.catalogue_table.selectRow(self.catalogue.index(self.recommended))
+        download = QPushButton("Download")
+        download.clicked.connect(self._download_selected_catalogue)
+        layout = QVBoxLayout(page)
+        layout.addWidget(self.catalogue_table)
+        layout.addWidget(download, alignment=Qt.AlignmentFlag.AlignRight)
+        return page
+
+    def _search_tab(self) -> QWidget:
+        page = QWidget()
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Search GGUF models on Hugging Face (e.g. qwen 3b)")
+        self.query.returnPressed.connect(lambda: self._spawn(self.search(self.query.text())))
+        self.results = QListWidget()
+        self.results.setAccessibleName("Search results")
+        self.results.currentItemChanged.connect(self._on_repo_chosen)
+        self.files = QListWidget()
+        self.files.setAccessibleName("GGUF files of the chosen repo")
+        download = QPushButton("Download")
+        download.clicked.connect(self._download_selected_file)
+        lists = QHBoxLayout()
+        lists.addWidget(self.results, 1)
+        lists.addWidget(self.files, 1)
+        layout = QVBoxLayout(page)
+        layout.addWidget(self.query)
+        layout.addLayout(lists, 1)
+        layout.addWidget(download, alignment=Qt.AlignmentFlag.AlignRight)
+        return page
+
+    def _local_tab(self) -> QWidget:
+        page = QWidget()
+        self.local_table = QTableWidget(0, 4)
+        self.local_table.setHorizontalHeaderLabels(["File", "Size", "Quantisation", "Context"])
+        self.local_table.setAccessibleName("Models on this computer")
+        buttons = QHBoxLayout()
+        for text, slot in (
+            ("Use", self._use_selected_local),
+            ("Delete…", self._delete_selected_local),
+            ("Show in folder", self._show_folder),
+            ("Import a file…", self._import),
+        ):
+            button = QPushButton(text)
+            button.clicked.connect(slot)
+            buttons.addWidget(button)
+        layout = QVBoxLayout(page)
+        layout.addWidget(self.local_table, 1)
+        layout.addLayout(buttons)
+        return page
+
+    # --- actions --------------------------------------------------------------------------
+
+    async def search(self, query: str) -> None:
+        self.results.clear()
+        self.files.clear()
+        try:
+            found = await self.hub.search(query.strip())
+        except LoomchatError as exc:
+            self.message.setText(str(exc))
+            return
+        self.message.setText("" if found else f"No GGUF models found for {query!r}.")
+        for repo in found:
+            item = QListWidgetItem(f"{repo.repo_id}   ↓{repo.downloads}  ♥{repo.likes}")
+            item.setData(Qt.ItemDataRole.UserRole, repo.repo_id)
+            self.results.addItem(item)
+
+    def _on_repo_chosen(self, item: QListWidgetItem | None, _previous: object = None) -> None:
+        if item is not None:
+            self._spawn(self.list_files(str(item.data(Qt.ItemDataRole.UserRole))))
+
+    async def list_files(self, repo_id: str) -> None:
+        self.files.clear()
+        try:
+            choices = await self.hub.choices(repo_id)
+        except LoomchatError as exc:
+            self.message.setText(str(exc))
+            return
+        for choice in choices:
+            parts = f", {len(choice.files)} parts" if len(choice.files) > 1 else ""
+            vision = ", sees images" if choice.projector else ""
+            item = QListWidgetItem(
+                f"{choice.name}   {choice.quant or '?'}, {size_text(choice.size)}{parts}{vision}"
+            )
+            item.setData(Qt.ItemDataRole.UserRole, (repo_id, choice))
+            self.files.addItem(item)
+
+    def _download_selected_catalogue(self) -> None:
+        row = self.catalogue_table.currentRow()
+        if 0 <= row < len(self.catalogue):
+            self.download_catalogue(self.catalogue[row])
+
+    def _download_selected_file(self) -> None:
+        item = self.files.currentItem()
+        if item is not None:
+            repo_id, choice = item.data(Qt.ItemDataRole.UserRole)
+            self.start_download(repo_id, choice)
+
+    def download_catalogue(self, model: CatalogueModel) -> DownloadRow:
+        row = self._new_row(model.name)
+
+        async def run() -> None:
+            try:
+                choices = await self.hub.choices(model.repo)
+            except HubError as exc:
+                row.stopped(str(exc))
+                return
+            choice = next((c for c in choices if c.files[0].name == model.file), None)
+            if choice is None:
+                row.stopped(f"{model.repo} no longer has {model.file}.")
+                return
+            await self._download(row, model.repo, choice)
+
+        self._spawn(run(), row)
+        return row
+
+    def start_download(self, repo_id: str, choice: GgufChoice) -> DownloadRow:
+        row = self._new_row(f"{repo_id}: {choice.name}")
+        self._spawn(self._download(row, repo_id, choice), row)
+        return row
+
+    def _new_row(self, title: str) -> DownloadRow:
+        row = DownloadRow(title)
+        row.use_requested.connect(self.use_model)
+        self.rows.append(row)
+        self.downloads.addWidget(row)
+        return row
+
+    async def _download(self, row: DownloadRow, repo_id: str, choice: GgufChoice) -> None:
+        async with self._queue:
+            try:
+                path = await download_choice(
+                    repo_id, choice, self.models_dir, endpoint=self.hub.endpoint,
+                    on_progress=row.progress,
+                )  # fmt: skip
+            except LoomchatError as exc:
+                row.stopped(str(exc))
+                return
+            except asyncio.CancelledError:
+                row.stopped("Cancelled. What has arrived is kept: the download goes on from there.")
+                raise
+        row.finished(path)
+        await self.refresh_local()
+
+    async def refresh_local(self) -> None:
+        models = await local_models(self.models_dir)
+        self.local_table.setRowCount(len(models))
+        for row, model in enumerate(models):
+            header = model.header
+            context = str(header.context_length or "?")
+            cells = [model.name, size_text(model.size), header.quant or "?", context]
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                item.setData(Qt.ItemDataRole.UserRole, str(model.path))
+                self.local_table.setItem(row, column, item)
+        self.local_table.resizeColumnsToContents()
+
+    def _selected_local(self) -> Path | None:
+        item = self.local_table.item(self.local_table.currentRow(), 0)
+        return Path(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
+
+    def _use_selected_local(self) -> None:
+        if (path := self._selected_local()) is not None:
+            self.use_model.emit(path)
+
+    def _delete_selected_local(self) -> None:
+        path = self._selected_local()
+        if path is None:
+            return
+        answer = QMessageBox.question(self, "Delete model", f"Delete {path.name} from disk?")
+        if answer == QMessageBox.StandardButton.Yes:
+            try:
+                delete_model(self.models_dir, path.name)
+            except LoomchatError as exc:
+                self.message.setText(str(exc))
+            self._spawn(self.refresh_local())
+
+    def _show_folder(self) -> None:
+        self.models_dir.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.models_dir)))
+
+    def _import(self) -> None:
+        chosen, _ = QFileDialog.getOpenFileName(self, "Import a model", "", "GGUF (*.gguf)")
+        if chosen:
+            self._spawn(self._import_file(Path(chosen)))
+
+    async def _import_file(self, source: Path) -> None:
+        try:
+            await import_model(self.models_dir, source)
+        except LoomchatError as exc:
+            self.message.setText(str(exc))
+        await self.refresh_local()
+
+    def _spawn(self, work: Coroutine[Any, Any, None], row: DownloadRow | None = None) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if row is not None:
+            row.cancel.clicked.connect(task.cancel)
+
+    def done(self, result: int) -> None:
+        """Closing the dialog stops its downloads (their bytes are kept for next time)."""
+        for task in list(self._tasks):
+            task.cancel()
+        super().done(result)
+
+
+def show_models(
+    parent: QWidget,
+    models_dir: Path,
+    download: CatalogueModel | None = None,
+    use_when_done: bool = False,
+) -> ModelsDialog:
+    """Open the dialog (not modal: a download may run while the person chats)."""
+    dialog = ModelsDialog(models_dir, load_catalogue(), parent=parent)
+    dialog.use_model.connect(lambda _path: dialog.accept())
+    if download is not None:
+        row = dialog.download_catalogue(download)
+        if use_when_done:
+            row.finished_path.connect(dialog.use_model)
+    dialog.show()
+    return dialog

@@ -1,0 +1,118 @@
+"""The models dialog and the first run's download, against a local stand-in for the Hub."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
+
+from desktop.core.models.catalogue import Machine, load_catalogue, recommend
+from desktop.core.models.hub import Hub
+from desktop.ui.models_dialog import ModelsDialog
+from tests.support.hub_server import FakeHub, HubFileData, HubRepoData
+
+GB = 1024**3
+CONTENT = b"GGUF" + bytes(range(256)) * 4000
+
+
+def serve(repo: str, file: str) -> FakeHub:
+    return FakeHub({repo: HubRepoData({file: HubFileData(CONTENT)}, downloads=3)})
+
+
+def test_the_catalogue_says_what_fits_and_recommends_one(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    machine = Machine(ram_bytes=8 * GB, free_disk_bytes=100 * GB)
+    dialog = ModelsDialog(
+        tmp_path, load_catalogue(), hub=Hub("http://127.0.0.1:9"), machine=machine
+    )
+    qtbot.addWidget(dialog)
+    table = dialog.catalogue_table
+    rows = {table.item(r, 0).text(): table.item(r, 4).text() for r in range(table.rowCount())}  # type: ignore[union-attr]
+    assert rows["Phi-3.5 mini Instruct (recommended)"] == "fits"
+    assert rows["Qwen2.5 7B Instruct"] == "needs 7 GB of RAM; this machine has 8 GB"
+    assert table.currentRow() == [m.name for m in dialog.catalogue].index("Phi-3.5 mini Instruct")
+
+
+def test_a_download_shows_progress_then_use_this_model(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    model = load_catalogue()[0]
+    server = serve(model.repo, model.file)
+    entered = asyncio.ensure_future(server.__aenter__())
+    qtbot.waitUntil(entered.done, timeout=5000)
+    dialog = ModelsDialog(
+        tmp_path, [model], hub=Hub(server.url), machine=Machine(64 * GB, 100 * GB)
+    )
+    qtbot.addWidget(dialog)
+    used: list[Path] = []
+    dialog.use_model.connect(used.append)
+    row = dialog.download_catalogue(model)
+    qtbot.waitUntil(lambda: row.use.isVisible() or "Downloaded" in row.detail.text(), timeout=20000)
+    assert row.detail.text() == f"Downloaded and checked: {model.file}"
+    assert (tmp_path / model.file).read_bytes() == CONTENT
+    qtbot.mouseClick(row.use, Qt.MouseButton.LeftButton)
+    assert used == [tmp_path / model.file]
+    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 1, timeout=10000)
+    closed = asyncio.ensure_future(server.__aexit__())
+    qtbot.waitUntil(closed.done, timeout=5000)
+
+
+def test_an_unreachable_hub_says_choose_a_file_instead(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    model = load_catalogue()[0]
+    dialog = ModelsDialog(
+        tmp_path, [model], hub=Hub("http://127.0.0.1:9"), machine=Machine(64 * GB, GB * 100)
+    )
+    qtbot.addWidget(dialog)
+    row = dialog.download_catalogue(model)
+    qtbot.waitUntil(lambda: "cannot be reached" in row.detail.text(), timeout=10000)
+    assert "Hugging Face cannot be reached; choose a model file instead" in row.detail.text()
+    search = asyncio.ensure_future(dialog.search("qwen"))
+    qtbot.waitUntil(search.done, timeout=10000)
+    assert "choose a model file instead" in dialog.message.text()
+
+
+def test_search_then_a_repos_files_then_download(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    server = serve("someone/Tiny-GGUF", "tiny-Q4_K_M.gguf")
+    entered = asyncio.ensure_future(server.__aenter__())
+    qtbot.waitUntil(entered.done, timeout=5000)
+    dialog = ModelsDialog(tmp_path, [], hub=Hub(server.url), machine=Machine(64 * GB, 100 * GB))
+    qtbot.addWidget(dialog)
+    dialog.query.setText("tiny")
+    dialog.query.returnPressed.emit()
+    qtbot.waitUntil(lambda: dialog.results.count() == 1, timeout=10000)
+    dialog.results.setCurrentRow(0)
+    qtbot.waitUntil(lambda: dialog.files.count() == 1, timeout=10000)
+    assert dialog.files.item(0).text().startswith("tiny-Q4_K_M.gguf   Q4_K_M")
+    dialog.files.setCurrentRow(0)
+    dialog._download_selected_file()
+    qtbot.waitUntil(lambda: (tmp_path / "tiny-Q4_K_M.gguf").is_file(), timeout=20000)
+    closed = asyncio.ensure_future(server.__aexit__())
+    qtbot.waitUntil(closed.done, timeout=5000)
+
+
+def test_the_first_run_downloads_the_recommended_model_and_uses_it(
+    make_window: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, _ = make_window(["unused"])
+    rec = window.recommended
+    assert rec is not None and rec == recommend(load_catalogue(), Machine.here(window.models_dir))
+    buttons = [b.text() for b in window.first_run.findChildren(QPushButton)]
+    assert buttons[0].startswith(f"Download {rec.name} (")  # the first choice
+    server = serve(rec.repo, rec.file)
+    entered = asyncio.ensure_future(server.__aenter__())
+    qtbot.waitUntil(entered.done, timeout=5000)
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    window.controller.reconnect = lambda: None
+    window.first_run.download_recommended.emit()
+    path = window.models_dir / rec.file
+    qtbot.waitUntil(lambda: window.session.settings.runtime_model == str(path), timeout=20000)
+    assert window.session.settings.backend == "builtin" and path.read_bytes() == CONTENT
+    closed = asyncio.ensure_future(server.__aexit__())
+    qtbot.waitUntil(closed.done, timeout=5000)
