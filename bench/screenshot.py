@@ -7,6 +7,8 @@ Saves `chat.png` (the window after the answer) and `inspector.png` (with the ins
 With `--data-folder`, starts the real app over a damaged and over a read-only data folder
 instead and saves the screen as the person sees it: `data-folder-damaged.png`,
 `data-folder-read-only.png`.
+With `--models`, the first run with no model server (`first-run.png`) and the Models
+dialog during a download from a local stand-in for the Hub (`models-download.png`).
 With `--calibration`, the app with 40 more tools (from the BFCL set, so that the tool
 selection picks): the model calibrating (`calibrating.png`), its reliability card in
 Settings (`reliability-card.png`) and a turn's offered tools in the inspector
@@ -167,6 +169,53 @@ def shoot_data_folder(out: Path) -> None:
         print(f"saved {target}")
 
 
+async def shoot_models(out: Path) -> None:
+    """The first run with no model server (`first-run.png`), and the Models dialog during
+    a real download from a local stand-in for the Hub, stalled part-way (`models-download.png`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.core.models.catalogue import load_catalogue
+    from desktop.core.models.hub import Hub
+    from desktop.ui.app import build, resource
+    from desktop.ui.models_dialog import ModelsDialog
+    from tests.support.hub_server import FakeHub, HubFileData, HubRepoData
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    app.setStyleSheet(resource("styles", "app.qss").read_text(encoding="utf-8"))
+    folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
+    (folder / "settings.json").write_text(
+        json.dumps({"backend": "llamacpp", "url": "http://127.0.0.1:9"})
+    )
+    window, controller, session, _ = build(folder)
+    window.resize(1180, 760)
+    window.show()
+    controller.reconnect()
+    await wait_for(lambda: window.pages.currentWidget() is window.first_run, 30, "the first run")
+    await asyncio.sleep(0.5)
+    out.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(out / "first-run.png"))
+    model = window.recommended
+    assert model is not None
+    big = os.urandom(60 * 1024 * 1024)
+    hub = FakeHub({model.repo: HubRepoData({model.file: HubFileData(big, stall_after=35 * 2**20)})})
+    async with hub:
+        catalogue = load_catalogue()
+        dialog = ModelsDialog(window.models_dir, catalogue, hub=Hub(hub.url), parent=window)
+        dialog.show()
+        row = dialog.download_catalogue(model)
+        await wait_for(lambda: row.bar.value() >= 400, 60, "part of the download")
+        await asyncio.sleep(0.3)
+        dialog.grab().save(str(out / "models-download.png"))
+        dialog.reject()  # cancels the download: let the child be stopped and reaped
+        await wait_for(lambda: not dialog._tasks, 10, "the download to stop")
+    await controller.shutdown()
+    await session.close()
+    window.close()
+    print(f"saved first-run.png, models-download.png in {out}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
@@ -174,6 +223,8 @@ def main() -> int:
                         help="the dialogs for a damaged and a read-only data folder")  # fmt: skip
     parser.add_argument("--calibration", action="store_true",
                         help="calibration, its card, the tool selection")  # fmt: skip
+    parser.add_argument("--models", action="store_true",
+                        help="the first run and the Models dialog mid-download")  # fmt: skip
     args = parser.parse_args()
     if args.data_folder:
         shoot_data_folder(args.out)
@@ -182,7 +233,11 @@ def main() -> int:
 
     from desktop.ui.app import run_on_qt
 
-    shots = shoot_calibration(args.out) if args.calibration else shoot(args.out)
+    shots = (
+        shoot_calibration(args.out) if args.calibration
+        else shoot_models(args.out) if args.models
+        else shoot(args.out)
+    )  # fmt: skip
     run_on_qt(QApplication(sys.argv[:1]), shots)
     return 0
 

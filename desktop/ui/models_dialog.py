@@ -156,7 +156,11 @@ class ModelsDialog(QDialog):
     def _catalogue_tab(self) -> QWidget:
         page = QWidget()
         self.catalogue_table = QTableWidget(len(self.catalogue), 5)
-        self.catalogue_table.setHorizontalHeaderLabels(["Model", "Size", "RAM", "Licence", ""])
+        self.catalogue_table.setHorizontalHeaderLabels(
+            ["Model", "Size", "RAM", "Licence", "On this machine"]
+        )
+        self.catalogue_table.verticalHeader().hide()
+        self.catalogue_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.catalogue_table.setAccessibleName("Recommended models")
         for row, model in enumerate(self.catalogue):
             fits = fit(model, self.machine)
@@ -203,6 +207,8 @@ class ModelsDialog(QDialog):
         self.local_table = QTableWidget(0, 4)
         self.local_table.setHorizontalHeaderLabels(["File", "Size", "Quantisation", "Context"])
         self.local_table.setAccessibleName("Models on this computer")
+        self.local_table.verticalHeader().hide()
+        self.local_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         buttons = QHBoxLayout()
         for text, slot in (
             ("Use", self._use_selected_local),
