@@ -9,6 +9,10 @@ LoomchatError
 ├── RuntimeSetupError   the built-in runtime cannot start: no llama-server, no model
 ├── DataFolderError     the data folder cannot be used (read-only, damaged, full)
 ├── SettingsError       the settings file cannot be read (the defaults are used)
+├── HubError            Hugging Face cannot be reached, or has no such model
+├── DownloadError       a download did not finish: cut off, damaged (deleted), no space
+├── LibraryError        a model file cannot be deleted or imported
+├── CatalogueError      the curated model catalogue cannot be read
 └── ToolError           a tool failed; its message becomes the result the model reads
     ├── ImageError        an image that cannot be read or is too large
     ├── WorkspaceError    a path outside the workspace, or a file it cannot read
