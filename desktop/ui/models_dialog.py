@@ -37,7 +37,7 @@ from desktop.core.models.catalogue import (
     load_catalogue,
     recommend,
 )
-from desktop.core.models.download import Progress, download_choice
+from desktop.core.models.download import Progress, download_choice, size_text
 from desktop.core.models.hub import GgufChoice, Hub, HubError
 from desktop.core.models.library import delete_model, import_model, local_models
 
@@ -55,10 +55,6 @@ def recommended_model(models_dir: Path) -> CatalogueModel | None:
 def offer_text(model: CatalogueModel | None) -> str | None:
     """The first run's first button: "Download Qwen2.5 3B Instruct (2.1 GB)"."""
     return f"Download {model.name} ({size_text(model.size_bytes)})" if model else None
-
-
-def size_text(n: float) -> str:
-    return f"{n / 1024**3:.1f} GB" if n >= 1024**3 else f"{n / _MB:.0f} MB"
 
 
 class DownloadRow(QWidget):
@@ -302,18 +298,18 @@ class ModelsDialog(QDialog):
         return row
 
     async def _download(self, row: DownloadRow, repo_id: str, choice: GgufChoice) -> None:
-        async with self._queue:
-            try:
+        try:
+            async with self._queue:
                 path = await download_choice(
                     repo_id, choice, self.models_dir, endpoint=self.hub.endpoint,
                     on_progress=row.progress,
                 )  # fmt: skip
-            except LoomchatError as exc:
-                row.stopped(str(exc))
-                return
-            except asyncio.CancelledError:
-                row.stopped("Cancelled. What has arrived is kept: the download goes on from there.")
-                raise
+        except LoomchatError as exc:
+            row.stopped(str(exc))
+            return
+        except asyncio.CancelledError:  # waiting its turn, or under way
+            row.stopped("Cancelled. What has arrived is kept: the download goes on from there.")
+            raise
         row.finished(path)
         await self.refresh_local()
 

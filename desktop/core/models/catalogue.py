@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 
 from desktop.core.errors import LoomchatError
+from desktop.core.models.download import existing_folder
 
 # Beside the code in a checkout; in the bundle's folder in the packaged app (PyInstaller).
 _ROOT = Path(getattr(sys, "_MEIPASS", Path(__file__).resolve().parents[3]))
@@ -92,9 +93,7 @@ class Machine:
     def here(cls, models_dir: Path) -> Machine:
         import psutil
 
-        folder = models_dir
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
+        folder = existing_folder(models_dir)
         return cls(psutil.virtual_memory().total, psutil.disk_usage(str(folder)).free)
 
 

@@ -48,8 +48,12 @@ OnProgress = Callable[[Progress], None]
 
 
 def local_name(file: HubFile) -> str:
-    """Where a repo file lands in `models/`: its own name, without the repo's folders."""
-    return file.name.rsplit("/", 1)[-1]
+    """Where a repo file lands in `models/`: its own name, without the repo's folders. A
+    name the Hub (or a stand-in for it) sends that could land elsewhere is refused."""
+    name = file.name.rsplit("/", 1)[-1]
+    if not name.lower().endswith(".gguf") or name.startswith(".") or "\\" in name:
+        raise DownloadError(f"{file.name!r} is not a model file name Loomchat will write.")
+    return name
 
 
 def part_path(models_dir: Path, file: HubFile) -> Path:
@@ -71,6 +75,8 @@ async def download_file(
         return destination  # downloaded before
     models_dir.mkdir(parents=True, exist_ok=True)
     part = part_path(models_dir, file)
+    if part.is_symlink():  # planted: the bytes would go wherever it points
+        part.unlink()
     have = part.stat().st_size if part.is_file() else 0
     if have > file.size:  # not this file's beginning: start again
         part.unlink()
@@ -137,26 +143,32 @@ def _on_disk(models_dir: Path, file: HubFile) -> int:
     return part.stat().st_size if part.is_file() else 0
 
 
+def existing_folder(folder: Path) -> Path:
+    """`folder`, or its nearest ancestor that exists (whose disk it will be on)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
 def _check_space(models_dir: Path, needed: int) -> None:
     import psutil
 
-    folder = models_dir if models_dir.exists() else models_dir.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = existing_folder(models_dir)
     free = psutil.disk_usage(str(folder)).free
     if needed > free:
         raise DownloadError(
-            f"Not enough free disk space: the download needs {_size(needed)} more and "
-            f"{folder} has {_size(free)} free."
+            f"Not enough free disk space: the download needs {size_text(needed)} more and "
+            f"{folder} has {size_text(free)} free."
         )
 
 
-def _size(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
+def size_text(n: float) -> str:
+    """A size as a person reads it: "4.8 GB", "491 MB", "12 KB", "17 bytes"."""
+    if n >= 1024**3:
+        return f"{n / 1024**3:.1f} GB"
+    if n >= 1024**2:
+        return f"{n / 1024**2:.0f} MB"
+    return f"{n / 1024:.0f} KB" if n >= 1024 else f"{n:.0f} bytes"
 
 
 def _progress(file: HubFile, part: Path, first: int, started: float) -> Progress:
@@ -190,7 +202,8 @@ class _Failed:
         if self.kind == "disk":
             return f"{name} could not be written: {self.detail}"
         resume = (
-            f" {_size(kept)} of {_size(file.size)} are kept: the download goes on from there."
+            f" {size_text(kept)} of {size_text(file.size)} are kept: the download goes on"
+            " from there."
             if kept
             else ""
         )

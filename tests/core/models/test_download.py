@@ -125,3 +125,23 @@ async def test_split_parts_and_the_projector_all_come_along(tmp_path: Path) -> N
     assert (tmp_path / "big-Q4_K_M-00002-of-00002.gguf").read_bytes() == two
     assert (tmp_path / "mmproj-F16.gguf").read_bytes() == proj
     assert hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(one).digest()
+
+
+async def test_a_hostile_file_name_or_a_planted_link_writes_nowhere_else(tmp_path: Path) -> None:
+    from desktop.core.models.download import local_name
+    from desktop.core.models.hub import HubFile
+
+    models = tmp_path / "models"
+    assert local_name(HubFile("../../evil.gguf", 3, None)) == "evil.gguf"  # flattened into models/
+    for name in ("..", ".hidden.gguf", "x\\..\\y.gguf", "notes.txt", "dir/"):
+        with pytest.raises(DownloadError, match="not a model file name"):
+            await download_file(REPO, HubFile(name, 3, None), models, endpoint="http://127.0.0.1:9")
+    target = tmp_path / "elsewhere.bin"
+    target.write_bytes(b"precious")
+    models.mkdir(exist_ok=True)
+    (models / "tiny_Q4_K_M.gguf.part").symlink_to(target)
+    async with hub_with(tiny_Q4_K_M__gguf=HubFileData(CONTENT)) as hub:
+        (choice,) = await Hub(hub.url).choices(REPO)
+        path = await download_choice(REPO, choice, models, endpoint=hub.url)
+    assert path.read_bytes() == CONTENT and target.read_bytes() == b"precious"
+    assert not path.is_symlink()
