@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from desktop.core.errors import LoomchatError
 from desktop.core.models.hub import OFFLINE, GgufChoice, HubFile
@@ -212,8 +213,48 @@ class _Failed:
         return f"{OFFLINE}: the download of {name} was cut off ({self.detail}).{resume}"
 
 
+class _HashingWriter:
+    """The part file as `http_get` writes it, hashed as the bytes go by (no second read of
+    a file of gigabytes). The library seeks and truncates only when a server ignores the
+    range it asked for; then the hash is taken again from the file at the end."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.digest = hashlib.sha256()
+        self.whole = True  # the digest covers the file as it is
+        start = out.tell()
+        out.seek(0)
+        while start and (chunk := out.read(min(_HASH_CHUNK, start - out.tell()))):
+            self.digest.update(chunk)  # what earlier runs wrote
+        out.seek(start)
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.out.write(data)
+
+    def tell(self) -> int:
+        return self.out.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self.whole = False
+        return self.out.seek(offset, whence)
+
+    def truncate(self, size: int | None = None) -> int:
+        self.whole = False
+        return self.out.truncate(size)
+
+    def hexdigest(self, path: Path) -> str:
+        if self.whole:
+            return self.digest.hexdigest()
+        digest = hashlib.sha256()
+        with path.open("rb") as done:
+            while chunk := done.read(_HASH_CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+
 def _fetch(url: str, part: str, size: int) -> str | _Failed:
-    """In the child: the rest of the file after what `part` holds, then the whole file's
+    """In the child: the rest of the file after what `part` holds, and the whole file's
     sha256."""
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
     from huggingface_hub.file_download import http_get
@@ -223,8 +264,12 @@ def _fetch(url: str, part: str, size: int) -> str | _Failed:
     try:
         with path.open("r+b" if path.exists() else "wb") as out:
             have = out.seek(0, os.SEEK_END)
+            writer = _HashingWriter(out)
             if have < size:
-                http_get(url, out, resume_size=have, headers=build_hf_headers(), expected_size=size)
+                http_get(
+                    url, cast(BinaryIO, writer), resume_size=have, headers=build_hf_headers(),
+                    expected_size=size,
+                )  # fmt: skip
     except EntryNotFoundError as exc:
         return _Failed("missing", str(exc).splitlines()[0][:200])
     except HfHubHTTPError as exc:
@@ -235,11 +280,7 @@ def _fetch(url: str, part: str, size: int) -> str | _Failed:
         return _Failed(kind, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
     except Exception as exc:  # the library's network errors (httpx2 ...) come here
         return _Failed("offline", f"{type(exc).__name__}: {str(exc)[:200]}")
-    digest = hashlib.sha256()
-    with path.open("rb") as done:
-        while chunk := done.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return writer.hexdigest(path)
 
 
 def remove_partial(models_dir: Path, file: HubFile) -> None:
