@@ -27,10 +27,12 @@ class HubFileData:
     stall: bool = False  # send nothing after the headers
     stall_after: int | None = None  # send this many bytes of a GET, then hang
 
+    def __post_init__(self) -> None:
+        self._real_sha256 = hashlib.sha256(self.content).hexdigest()  # once: files are big
+
     @property
     def sha256(self) -> str:
-        real = hashlib.sha256(self.content).hexdigest()
-        return hashlib.sha256(b"other").hexdigest() if self.wrong_sha else real
+        return hashlib.sha256(b"other").hexdigest() if self.wrong_sha else self._real_sha256
 
 
 @dataclass
@@ -181,7 +183,7 @@ class FakeHub:
         if (wanted := headers.get("range", "")).startswith("bytes="):
             start = int(wanted.removeprefix("bytes=").split("-")[0] or 0)
             status = "206 Partial Content"
-        body = file.content[start:]
+        body = memoryview(file.content)[start:]  # no copy of a file of hundreds of MB
         common = (
             f'ETag: "{file.sha256}"\r\nX-Linked-Etag: "{file.sha256}"\r\n'
             f"X-Linked-Size: {size}\r\nX-Repo-Commit: {COMMIT}\r\nAccept-Ranges: bytes\r\n"
