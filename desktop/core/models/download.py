@@ -83,9 +83,10 @@ async def download_file(
         part.unlink()
         have = 0
     _check_space(models_dir, file.size - have)
-    url = _url(repo_id, file.name, endpoint)
     started, first = time.monotonic(), have
-    fetch = asyncio.ensure_future(run_isolated(_fetch, url, str(part), file.size))
+    fetch = asyncio.ensure_future(
+        run_isolated(_fetch, repo_id, file.name, endpoint, str(part), file.size)
+    )
     try:
         while not fetch.done():
             await asyncio.wait({fetch}, timeout=_POLL_S)
@@ -182,12 +183,6 @@ def _progress(file: HubFile, part: Path, first: int, started: float) -> Progress
     return Progress(local_name(file), done, file.size, speed)
 
 
-def _url(repo_id: str, filename: str, endpoint: str | None) -> str:
-    from huggingface_hub import hf_hub_url
-
-    return str(hf_hub_url(repo_id, filename, endpoint=endpoint))
-
-
 @dataclass(frozen=True)
 class _Failed:
     """Why the child's transfer failed, as plain data (the library's errors do not pickle)."""
@@ -253,12 +248,18 @@ class _HashingWriter:
         return digest.hexdigest()
 
 
-def _fetch(url: str, part: str, size: int) -> str | _Failed:
+def _fetch(
+    repo_id: str, filename: str, endpoint: str | None, part: str, size: int
+) -> str | _Failed:
     """In the child: the rest of the file after what `part` holds, and the whole file's
-    sha256."""
+    sha256. The library is imported here, never on the app's event loop (its first import
+    alone stalled the window ~100 ms)."""
+    from huggingface_hub import hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
     from huggingface_hub.file_download import http_get
     from huggingface_hub.utils._headers import build_hf_headers
+
+    url = str(hf_hub_url(repo_id, filename, endpoint=endpoint))
 
     path = Path(part)
     try:
