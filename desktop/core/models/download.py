@@ -282,18 +282,3 @@ def _fetch(
     except Exception as exc:  # the library's network errors (httpx2 ...) come here
         return _Failed("offline", f"{type(exc).__name__}: {str(exc)[:200]}")
     return writer.hexdigest(path)
-
-
-def remove_partial(models_dir: Path, file: HubFile) -> None:
-    """Forget a download: its bytes kept so far are deleted."""
-    part_path(models_dir, file).unlink(missing_ok=True)
-
-
-__all__ = [
-    "DownloadError",
-    "Progress",
-    "download_choice",
-    "download_file",
-    "local_name",
-    "remove_partial",
-]

@@ -15,7 +15,6 @@ from desktop.core.tools.selection import (
     ToolSelector,
     every_tool,
     needs_selection,
-    offer_for,
 )
 from desktop.core.tools.toolbox import Tool, Toolbox
 
@@ -71,16 +70,13 @@ class ToolCatalog:
         tools = list(self.toolbox(settings))
         if settings.tool_selection == "off":
             return every_tool(tools, "all tools")
-        if needs_selection(tools, context_size) and (
-            self._selector is None or self._selector.tools != tools
-        ):
+        if not needs_selection(tools, context_size):
+            return every_tool(tools)
+        if self._selector is None or self._selector.tools != tools:
             self._selector = ToolSelector(tools)  # kept: indexing is done once per tool set
         pinned = [name for name, on in settings.pinned_tools.items() if on]
         used = [c.name for m in conversation for c in m.tool_calls]
-        return offer_for(
-            tools, request, context_size=context_size, pinned=pinned, used=used,
-            selector=self._selector,
-        )  # fmt: skip
+        return self._selector.select(request, pinned=pinned, used=used)
 
 
 def trusted(settings: Settings, tool: Tool) -> bool:

@@ -141,12 +141,8 @@ def offer_for(
     context_size: int | None = None,
     pinned: Iterable[str] = (),
     used: Iterable[str] = (),
-    selector: ToolSelector | None = None,
 ) -> Offer:
-    """All tools while they fit, else a selection for `request` (by `selector`, an index
-    kept from an earlier turn, where it was built over these same tools)."""
+    """All tools while they fit, else a selection for `request`."""
     if not needs_selection(tools, context_size):
         return every_tool(tools)
-    if selector is None or selector.tools != list(tools):
-        selector = ToolSelector(tools)
-    return selector.select(request, pinned=pinned, used=used)
+    return ToolSelector(tools).select(request, pinned=pinned, used=used)
