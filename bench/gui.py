@@ -45,8 +45,34 @@ def startup(runs: int) -> tuple[float, float]:
     return statistics.median(shown), statistics.median(rss)
 
 
+class Heartbeat:
+    """A 5 ms Qt timer whose beats record how late each came: the event loop's stalls."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.gaps: list[float] = []
+        self.last = time.perf_counter()
+        self.timer = QTimer()
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self._beat)
+
+    def _beat(self) -> None:
+        now = time.perf_counter()
+        self.gaps.append((now - self.last) * 1000)
+        self.last = now
+
+    def start(self) -> None:
+        self.timer.start()  # the first gap counts from creation: setting up is on the loop
+
+    def stop(self) -> list[float]:
+        """The gaps between beats in ms, sorted."""
+        self.timer.stop()
+        self.timer.deleteLater()
+        return sorted(self.gaps)
+
+
 async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
-    from PySide6.QtCore import QTimer
 
     from desktop.ui.app import build
 
@@ -66,18 +92,7 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
     window, controller, session, _ = build(folder)
     window.show()
     await session.connect()
-    gaps: list[float] = []
-    last = time.perf_counter()
-
-    def beat() -> None:
-        nonlocal last
-        now = time.perf_counter()
-        gaps.append((now - last) * 1000)
-        last = now
-
-    heart = QTimer()
-    heart.setInterval(5)
-    heart.timeout.connect(beat)
+    heart = Heartbeat()
     window.composer.setPlainText("Tell me a long story.")
     started = time.perf_counter()
     window.send()
@@ -87,15 +102,13 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
     while controller.busy:
         await asyncio.sleep(0.01)
     elapsed = time.perf_counter() - started
-    heart.stop()
-    heart.deleteLater()
+    gaps = heart.stop()
     shown = len(window.chat.bubbles()[-1].body.text.split())
     await controller.shutdown()
     await session.close()
     window.close()
     server.terminate()
     await server.wait()
-    gaps.sort()
     return {
         "max_stall_ms": gaps[-1] - 5,
         "p99_stall_ms": gaps[int(len(gaps) * 0.99)] - 5,
@@ -155,7 +168,6 @@ def open_long_conversation(messages: int) -> float:
 async def download_stall(mb: int) -> dict[str, float]:
     """The longest event-loop stall while the Models dialog downloads `mb` MB at full speed
     from a local stand-in for the Hub (a real socket; the transfer runs in a child)."""
-    from PySide6.QtCore import QTimer
 
     sys.path.insert(0, str(HERE.parent))
     import threading
@@ -182,18 +194,7 @@ async def download_stall(mb: int) -> dict[str, float]:
     ready.wait(10)
     dialog = ModelsDialog(folder, [], hub=Hub(hub.url))
     dialog.show()
-    gaps: list[float] = []
-    last = time.perf_counter()
-
-    def beat() -> None:
-        nonlocal last
-        now = time.perf_counter()
-        gaps.append((now - last) * 1000)
-        last = now
-
-    heart = QTimer()
-    heart.setInterval(5)
-    heart.timeout.connect(beat)
+    heart = Heartbeat()
     started = time.perf_counter()
     heart.start()
     (choice,) = await Hub(hub.url).choices("bench/Big-GGUF")
@@ -201,11 +202,9 @@ async def download_stall(mb: int) -> dict[str, float]:
     while row.path is None and "Cancelled" not in row.detail.text():
         await asyncio.sleep(0.01)
     elapsed = time.perf_counter() - started
-    heart.stop()
-    heart.deleteLater()
+    gaps = heart.stop()
     dialog.close()
     hub_loop.call_soon_threadsafe(hub_loop.stop)
-    gaps.sort()
     return {"max_stall_ms": gaps[-1] - 5, "p99_stall_ms": gaps[int(len(gaps) * 0.99)] - 5,
             "mb_per_s": mb / elapsed}  # fmt: skip
 
