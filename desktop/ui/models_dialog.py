@@ -162,7 +162,7 @@ class ModelsDialog(QDialog):
             fits = fit(model, self.machine)
             name = model.name + (" (recommended)" if model == self.recommended else "")
             cells = [name, size_text(model.size_bytes), f"{model.ram_gb:g} GB", model.licence,
-                     "fits" if fits.fits else fits.why_not]  # fmt: skip
+                     fits.text()]  # fmt: skip
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)

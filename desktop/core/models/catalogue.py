@@ -20,6 +20,10 @@ CATALOGUE = _ROOT / "resources" / "models.json"
 _GB = 1024**3
 # A model whose needs take more than this share of the RAM leaves too little for the rest.
 RAM_SHARE = 0.75
+# On a CPU, generating reads the whole model once per token: past about this much model per
+# physical core, answers come slower than a person reads (a 4.8 GB 8B model gave ~2 tokens/s
+# on 2 cores). Such a model still fits; it is not the one recommended.
+GB_PER_CORE = 0.6
 
 _SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -88,13 +92,18 @@ class CatalogueModel:
 class Machine:
     ram_bytes: int
     free_disk_bytes: int
+    cores: int | None = None  # physical; None where unknown (then speed is not judged)
 
     @classmethod
     def here(cls, models_dir: Path) -> Machine:
         import psutil
 
         folder = existing_folder(models_dir)
-        return cls(psutil.virtual_memory().total, psutil.disk_usage(str(folder)).free)
+        return cls(
+            psutil.virtual_memory().total,
+            psutil.disk_usage(str(folder)).free,
+            psutil.cpu_count(logical=False) or psutil.cpu_count(),
+        )
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,13 @@ class Fit:
     model: CatalogueModel
     fits: bool
     why_not: str = ""  # "needs 7 GB of RAM; this machine has 4 GB"
+    slow: bool = False  # fits, but answers slower than a person reads on this CPU
+
+    def text(self) -> str:
+        """What the table says: "fits", "fits, slow on this CPU" or why not."""
+        if not self.fits:
+            return self.why_not
+        return "fits, slow on this CPU" if self.slow else "fits"
 
 
 def load_catalogue(path: Path = CATALOGUE) -> list[CatalogueModel]:
@@ -122,10 +138,15 @@ def fit(model: CatalogueModel, machine: Machine) -> Fit:
     if model.size_bytes > machine.free_disk_bytes:
         free = machine.free_disk_bytes / _GB
         return Fit(model, False, f"needs {model.size_mb / 1024:.1f} GB of disk; {free:.1f} GB free")
-    return Fit(model, True)
+    slow = machine.cores is not None and model.size_bytes > machine.cores * GB_PER_CORE * _GB
+    return Fit(model, True, slow=slow)
 
 
 def recommend(models: list[CatalogueModel], machine: Machine) -> CatalogueModel | None:
-    """The largest model that runs comfortably here: the most capable one that fits."""
+    """The most capable model that runs comfortably here: the largest that fits and answers
+    at reading speed; where none is quick enough, the smallest that fits."""
     fitting = [m for m in models if fit(m, machine).fits and not m.vision]
-    return max(fitting, key=lambda m: m.ram_gb, default=None)
+    quick = [m for m in fitting if not fit(m, machine).slow]
+    if quick:
+        return max(quick, key=lambda m: m.ram_gb)
+    return min(fitting, key=lambda m: m.ram_gb, default=None)

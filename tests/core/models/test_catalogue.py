@@ -46,6 +46,27 @@ def test_the_recommendation_is_the_most_capable_that_fits(
     assert (chosen.id if chosen else None) == expected
 
 
+@pytest.mark.parametrize(
+    ("cores", "expected"),
+    [(2, "qwen2.5-1.5b"), (4, "phi3.5-mini"), (8, "qwen2.5-7b"), (16, "llama3.1-8b")],
+)
+def test_on_few_cores_a_big_model_fits_but_a_quicker_one_is_recommended(
+    cores: int, expected: str
+) -> None:
+    machine = Machine(32 * GB, 500 * GB, cores)
+    chosen = recommend(load_catalogue(), machine)
+    assert chosen is not None and chosen.id == expected
+    eight_b = next(m for m in load_catalogue() if m.id == "llama3.1-8b")
+    verdict = fit(eight_b, machine)
+    assert verdict.fits and verdict.slow == (cores < 16)
+    assert verdict.text() == ("fits" if cores >= 16 else "fits, slow on this CPU")
+
+
+def test_where_no_model_is_quick_the_smallest_that_fits_is_recommended() -> None:
+    chosen = recommend(load_catalogue(), Machine(32 * GB, 500 * GB, cores=0))
+    assert chosen is not None and chosen.id == "qwen2.5-0.5b"
+
+
 def test_a_damaged_catalogue_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "models.json"
     bad.write_text(json.dumps({"models": [{"id": "x", "repo": "not a repo"}]}))
