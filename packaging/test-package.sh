@@ -2,7 +2,10 @@
 # The installer test: build the packaged app, install the .deb on this machine, start the
 # installed llama-server, launch the installed app offscreen and check it reaches its main
 # window and gets an answer from that server through the window; then the same with the
-# app's own built-in runtime; then remove the package and check nothing is left.
+# app's own built-in runtime; then as a new user with no model at all: the first-run
+# screen's Download button fetches the recommended model from a local stand-in for the
+# Hugging Face Hub and the first answer uses a tool; then remove the package and check
+# nothing is left.
 #
 #   bash packaging/test-package.sh          (as root, or with sudo; .ci/run calls it)
 #
@@ -34,8 +37,10 @@ fi
 
 scratch="$(mktemp -d)"
 server_pid=""
+hub_pid=""
 cleanup() {
   [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
+  [ -z "$hub_pid" ] || kill "$hub_pid" 2>/dev/null || true
   rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -54,14 +59,15 @@ for _ in $(seq 1 120); do
 done
 healthy || fail "llama-server never became healthy"
 
-check() {  # NAME SETTINGS_JSON [PYTHON_CHECK]: the installed app's self-check, so set up
+check() {  # NAME SETTINGS_JSON [PYTHON_CHECK [QUESTION [ENV=VALUE...]]]: the installed
+  # app's self-check, so set up (no settings file for empty SETTINGS_JSON)
   local data="$scratch/$1"
   mkdir -p "$data"
-  echo "$2" > "$data/settings.json"
+  [ -z "$2" ] || echo "$2" > "$data/settings.json"
   echo "== the installed app, $1"
   local report
-  report="$(cd / && LOOMCHAT_DATA_DIR="$data" QT_QPA_PLATFORM=offscreen \
-    LOOMCHAT_SELF_CHECK="Say hello in five words." timeout 600 loomchat | tail -n 1)" \
+  report="$(cd / && env LOOMCHAT_DATA_DIR="$data" QT_QPA_PLATFORM=offscreen \
+    LOOMCHAT_SELF_CHECK="${4:-Say hello in five words.}" "${@:5}" timeout 900 loomchat | tail -n 1)" \
     || { echo "$report"; tail -n 30 "$data/logs/"*.log 2>/dev/null; fail "self-check ($1)"; }
   echo "$report"
   python3 - "$report" <<'PY'
@@ -71,12 +77,30 @@ assert report["window_shown"] and report["connected"], report
 assert report["answer"] and not report["answer"].startswith("failed"), report
 assert report["tools"] and set(report["tools"].values()) == {"ok"}, report["tools"]
 PY
-  [ -z "${3:-}" ] || python3 -c "import json, sys; report = json.loads(sys.argv[1]); $3" "$report"
+  [ -z "${3:-}" ] || python3 -c "import json, sys; report = json.loads(sys.argv[1]); $3" \
+    "$report" "$data"
 }
 check "against-llama-server" "{\"backend\": \"llamacpp\", \"url\": \"http://127.0.0.1:$port\"}"
 kill "$server_pid"; server_pid=""
 check "built-in-runtime" "{\"backend\": \"builtin\", \"runtime_model\": \"$model\"}" \
   'assert report["runtime"] == "/opt/loomchat/_internal/llama/llama-server", report'
+
+# The stand-in Hub serves the test model under every catalogue name: whichever model this
+# machine is recommended, the app downloads it, checks its sha256 and runs it.
+"$here/.venv/bin/python" -m tests.support.hub_server --gguf "$model" \
+  --catalogue "$here/resources/models.json" > "$scratch/hub.url" &
+hub_pid=$!
+for _ in $(seq 1 120); do [ -s "$scratch/hub.url" ] && break; sleep 0.5; done
+[ -s "$scratch/hub.url" ] || fail "the stand-in Hub did not start"
+check "first-run-download" "" '
+first = report["first_run"]
+assert first["shown"] and first["first_button"].startswith("Download "), first
+assert first["chat_shown"] and first["model"].startswith(sys.argv[2]), first
+assert report["runtime"] == "/opt/loomchat/_internal/llama/llama-server", report
+assert "calculator" in report["tool_calls"] and "437" in report["answer"], report' \
+  "What is 23 times 19?" HF_ENDPOINT="$(cat "$scratch/hub.url")" \
+  LOOMCHAT_SELF_CHECK_FIRST_RUN=download
+kill "$hub_pid"; hub_pid=""
 
 echo "== remove"
 $sudo apt-get remove -y -qq loomchat >/dev/null

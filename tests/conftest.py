@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -69,3 +70,32 @@ async def own_server(tmp_path: Path) -> AsyncIterator[LlamaServer]:
     await server.start(timeout_s=180)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def qloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
+    """An asyncio loop that runs inside Qt's: tasks advance whenever Qt processes events
+    (qtbot.waitUntil does). Never stopped or closed here: that would quit Qt for the
+    tests that follow."""
+    import qasync  # here: the core tests never load Qt
+
+    loop = qasync.QEventLoop(qapp, already_running=True)
+    executor = qasync.QThreadExecutor(2)  # ours, so that teardown can join its threads
+    loop.set_default_executor(executor)
+    asyncio.set_event_loop(loop)
+    previous_hooks = sys.get_asyncgen_hooks()  # as desktop.ui.app.run_on_qt does
+    sys.set_asyncgen_hooks(
+        firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook
+    )
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    yield loop
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+    for _ in range(5):
+        qapp.processEvents()
+    executor.shutdown(wait=True)
+    sys.set_asyncgen_hooks(*previous_hooks)
+    asyncio.events._set_running_loop(None)
+    asyncio.set_event_loop(None)
+    assert not errors, errors

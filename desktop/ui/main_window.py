@@ -371,10 +371,19 @@ class MainWindow(QMainWindow):
     def open_models(
         self, download: CatalogueModel | None = None, use_when_done: bool = False
     ) -> ModelsDialog:
-        """The models dialog, with `download` started (and used once it has arrived)."""
-        dialog = show_models(self, self.models_dir, download, use_when_done)
+        """The models dialog, with `download` started (and used once it has arrived); with
+        a page of Ollama's models when Ollama is the backend."""
+        connection = self.session.connection
+        ollama = connection.url if connection.ok and connection.backend == "ollama" else None
+        dialog = show_models(self, self.models_dir, download, use_when_done, ollama)
         dialog.use_model.connect(self.use_model_file)
+        dialog.use_ollama_model.connect(self.use_ollama_model)
         return dialog
+
+    def use_ollama_model(self, name: str) -> None:
+        url = self.session.connection.url
+        settings = replace(self.session.settings, backend="ollama", url=url, model=name)
+        self.apply_settings(settings)
 
     def _open_image(self, image: Image) -> None:
         ImageDialog(image, self).exec()

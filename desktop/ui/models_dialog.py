@@ -33,6 +33,7 @@ from desktop.core.errors import LoomchatError
 from desktop.core.models.catalogue import (
     CatalogueModel,
     Machine,
+    choice_for,
     fit,
     load_catalogue,
     recommend,
@@ -40,6 +41,7 @@ from desktop.core.models.catalogue import (
 from desktop.core.models.download import Progress, download_choice, size_text
 from desktop.core.models.hub import GgufChoice, Hub, HubError
 from desktop.core.models.library import delete_model, import_model, local_models
+from desktop.ui.ollama_page import OllamaPage
 
 _MB = 1024 * 1024
 
@@ -110,9 +112,11 @@ class DownloadRow(QWidget):
 
 
 class ModelsDialog(QDialog):
-    """Signals: use_model(Path): run this file in the built-in runtime, now."""
+    """Signals: use_model(Path): run this file in the built-in runtime, now;
+    use_ollama_model(str): talk to this model of the Ollama at `ollama_url`."""
 
     use_model = Signal(object)
+    use_ollama_model = Signal(str)
 
     def __init__(
         self,
@@ -121,8 +125,10 @@ class ModelsDialog(QDialog):
         *,
         hub: Hub | None = None,
         machine: Machine | None = None,
+        ollama_url: str | None = None,
         parent: QWidget | None = None,
     ) -> None:
+        """`ollama_url`: the Ollama the app talks to, whose models get a page of their own."""
         super().__init__(parent)
         self.setWindowTitle("Models")
         self.resize(760, 560)
@@ -135,6 +141,11 @@ class ModelsDialog(QDialog):
         self._tasks: set[asyncio.Task[Any]] = set()
         self.rows: list[DownloadRow] = []
         tabs = QTabWidget()
+        self.ollama: OllamaPage | None = None
+        if ollama_url:
+            self.ollama = OllamaPage(ollama_url)
+            self.ollama.use_model.connect(self.use_ollama_model)
+            tabs.addTab(self.ollama, "Ollama")
         tabs.addTab(self._catalogue_tab(), "Recommended")
         tabs.addTab(self._search_tab(), "Search Hugging Face")
         tabs.addTab(self._local_tab(), "On this computer")
@@ -272,11 +283,10 @@ class ModelsDialog(QDialog):
 
         async def run() -> None:
             try:
-                choices = await self.hub.choices(model.repo)
+                choice = choice_for(model, await self.hub.files(model.repo))
             except HubError as exc:
                 row.stopped(str(exc))
                 return
-            choice = next((c for c in choices if c.files[0].name == model.file), None)
             if choice is None:
                 row.stopped(f"{model.repo} no longer has {model.file}.")
                 return
@@ -374,6 +384,8 @@ class ModelsDialog(QDialog):
         """Closing the dialog stops its downloads (their bytes are kept for next time)."""
         for task in list(self._tasks):
             task.cancel()
+        if self.ollama is not None:
+            self.ollama.stop()
         super().done(result)
 
 
@@ -382,10 +394,12 @@ def show_models(
     models_dir: Path,
     download: CatalogueModel | None = None,
     use_when_done: bool = False,
+    ollama_url: str | None = None,
 ) -> ModelsDialog:
     """Open the dialog (not modal: a download may run while the person chats)."""
-    dialog = ModelsDialog(models_dir, load_catalogue(), parent=parent)
+    dialog = ModelsDialog(models_dir, load_catalogue(), ollama_url=ollama_url, parent=parent)
     dialog.use_model.connect(lambda _path: dialog.accept())
+    dialog.use_ollama_model.connect(lambda _name: dialog.accept())
     if download is not None:
         row = dialog.download_catalogue(download)
         if use_when_done:

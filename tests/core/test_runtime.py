@@ -84,3 +84,16 @@ async def test_a_server_that_exits_at_once_points_to_its_log(tmp_path: Path) -> 
     server = LlamaServer(model=model, binary=Path("/bin/false"), log_path=log)
     with pytest.raises(RuntimeSetupError, match=f"exited with code 1; see its log: {log}"):
         await server.start(timeout_s=10)
+
+
+def test_a_model_with_a_projector_beside_it_is_started_seeing_images(tmp_path: Path) -> None:
+    from desktop.core.runtime import projector_for
+
+    binary, model = tmp_path / "llama-server", tmp_path / "gemma-3-4b-it-Q4_K_M.gguf"
+    server = LlamaServer(model=model, binary=binary, port=1234)
+    assert "--mmproj" not in server.command()
+    projector = projector_for(model)
+    assert projector.name == "gemma-3-4b-it-Q4_K_M.mmproj.gguf"
+    projector.write_bytes(b"GGUF")
+    command = server.command()
+    assert command[command.index("--mmproj") + 1] == str(projector)

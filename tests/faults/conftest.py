@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.conftest import qloop
-
-__all__ = ["qloop"]  # the GUI fault cases run the app's window on the Qt loop
 HERE = Path(__file__).parent
 
 

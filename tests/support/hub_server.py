@@ -214,3 +214,34 @@ class FakeHub:
             writer.write(body[offset : offset + 64 * 1024])
             await writer.drain()
         return True
+
+
+def _serve_catalogue(gguf: str, catalogue: str) -> None:
+    """Serve every text model of the catalogue with the bytes of one GGUF file, at an
+    address printed on stdout, until killed: the installer test's stand-in for the Hub
+    (whichever model this machine is recommended, it downloads and runs the small one)."""
+    from pathlib import Path
+
+    models = json.loads(Path(catalogue).read_text(encoding="utf-8"))["models"]
+    model = HubFileData(Path(gguf).read_bytes())  # hashed once, served under every name
+    hub = FakeHub()
+    for entry in models:
+        if not entry["vision"]:  # a projector cannot be stood in for by a text model
+            hub.repos.setdefault(entry["repo"], HubRepoData({})).files[entry["file"]] = model
+
+    async def run() -> None:
+        async with hub:
+            print(hub.url, flush=True)
+            await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=_serve_catalogue.__doc__)
+    parser.add_argument("--gguf", required=True, help="the model file to serve")
+    parser.add_argument("--catalogue", default="resources/models.json")
+    arguments = parser.parse_args()
+    _serve_catalogue(arguments.gguf, arguments.catalogue)

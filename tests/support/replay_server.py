@@ -55,6 +55,7 @@ class ReplayServer:
         self.requests: list[Received] = []
         self.client_left = asyncio.Event()
         self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[Any]] = set()
         self.url = ""
 
     def route(self, method: str, path: str, answer: Route) -> None:
@@ -71,8 +72,18 @@ class ReplayServer:
         self._server.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._server.wait_closed(), 2)
+        # Answers still being sent (a client that stopped reading early): end them here,
+        # not in whatever tears down the loop later.
+        if self._handlers:
+            _done, going = await asyncio.wait(self._handlers, timeout=2)
+            for handler in going:
+                handler.cancel()
+            await asyncio.gather(*going, return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if (me := asyncio.current_task()) is not None:
+            self._handlers.add(me)
+            me.add_done_callback(self._handlers.discard)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import jsonschema
 
 from desktop.core.errors import LoomchatError
 from desktop.core.models.download import existing_folder
+from desktop.core.models.hub import GgufChoice, HubFile, gguf_choices
 
 # Beside the code in a checkout; in the bundle's folder in the packaged app (PyInstaller).
 _ROOT = Path(getattr(sys, "_MEIPASS", Path(__file__).resolve().parents[3]))
@@ -150,3 +151,13 @@ def recommend(models: list[CatalogueModel], machine: Machine) -> CatalogueModel 
     if quick:
         return max(quick, key=lambda m: m.ram_gb)
     return min(fitting, key=lambda m: m.ram_gb, default=None)
+
+
+def choice_for(model: CatalogueModel, files: list[HubFile]) -> GgufChoice | None:
+    """The catalogue model among its repo's files (with the projector it names), or None
+    where the repo no longer has it."""
+    choice = next((c for c in gguf_choices(files) if c.files[0].name == model.file), None)
+    if choice is None or model.projector is None:
+        return choice
+    projector = next((f for f in files if f.name == model.projector), None)
+    return replace(choice, projector=projector) if projector else None

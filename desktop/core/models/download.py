@@ -20,6 +20,7 @@ from typing import BinaryIO, cast
 
 from desktop.core.errors import LoomchatError
 from desktop.core.models.hub import OFFLINE, GgufChoice, HubFile
+from desktop.core.runtime import projector_for
 from desktop.core.tools.isolation import run_isolated
 
 PART_SUFFIX = ".part"
@@ -57,8 +58,8 @@ def local_name(file: HubFile) -> str:
     return name
 
 
-def part_path(models_dir: Path, file: HubFile) -> Path:
-    return models_dir / (local_name(file) + PART_SUFFIX)
+def part_path(models_dir: Path, file: HubFile, name: str | None = None) -> Path:
+    return models_dir / ((name or local_name(file)) + PART_SUFFIX)
 
 
 async def download_file(
@@ -66,16 +67,18 @@ async def download_file(
     file: HubFile,
     models_dir: Path,
     *,
+    name: str | None = None,
     endpoint: str | None = None,
     on_progress: OnProgress | None = None,
 ) -> Path:
-    """The file in `models_dir`, downloaded (or resumed) and checked. Cancelling stops the
-    transfer at once and keeps what has arrived."""
-    destination = models_dir / local_name(file)
+    """The file in `models_dir` (under `name`, else its own), downloaded (or resumed) and
+    checked. Cancelling stops the transfer at once and keeps what has arrived."""
+    name = name or local_name(file)
+    destination = models_dir / name
     if destination.is_file() and destination.stat().st_size == file.size:
         return destination  # downloaded before
     models_dir.mkdir(parents=True, exist_ok=True)
-    part = part_path(models_dir, file)
+    part = part_path(models_dir, file, name)
     if part.is_symlink():  # planted: the bytes would go wherever it points
         part.unlink()
     have = part.stat().st_size if part.is_file() else 0
@@ -102,7 +105,7 @@ async def download_file(
     if file.sha256 is not None and outcome != file.sha256:
         part.unlink(missing_ok=True)
         raise DownloadError(
-            f"{local_name(file)} arrived damaged (its sha256 is not the one Hugging Face "
+            f"{name} arrived damaged (its sha256 is not the one Hugging Face "
             "lists), so it was deleted. Try the download again."
         )
     os.replace(part, destination)
@@ -117,31 +120,34 @@ async def download_choice(
     endpoint: str | None = None,
     on_progress: OnProgress | None = None,
 ) -> Path:
-    """Every file of a choice (the parts of a split model, its projector), one after
-    another; progress counts them together. Returns the file to load (the first part)."""
-    files = [*choice.files, *([choice.projector] if choice.projector else [])]
-    total = sum(f.size for f in files)
-    _check_space(models_dir, total - sum(_on_disk(models_dir, f) for f in files))
+    """Every file of a choice (the parts of a split model, its projector, kept beside the
+    model under the model's name), one after another; progress counts them together.
+    Returns the file to load (the first part)."""
+    model = models_dir / local_name(choice.files[0])
+    files = [(f, local_name(f)) for f in choice.files]
+    if choice.projector is not None:
+        files.append((choice.projector, projector_for(model).name))
+    total = sum(f.size for f, _ in files)
+    _check_space(models_dir, total - sum(_on_disk(models_dir, f, n) for f, n in files))
     finished = 0
-    paths: list[Path] = []
-    for file in files:
+    for file, name in files:
 
         def overall(step: Progress, before: int = finished) -> None:
             if on_progress is not None:
                 on_progress(Progress(choice.name, before + step.done, total, step.bytes_per_s))
 
-        paths.append(
-            await download_file(repo_id, file, models_dir, endpoint=endpoint, on_progress=overall)
+        await download_file(
+            repo_id, file, models_dir, name=name, endpoint=endpoint, on_progress=overall
         )
         finished += file.size
-    return paths[0]
+    return model
 
 
-def _on_disk(models_dir: Path, file: HubFile) -> int:
-    done = models_dir / local_name(file)
+def _on_disk(models_dir: Path, file: HubFile, name: str) -> int:
+    done = models_dir / name
     if done.is_file() and done.stat().st_size == file.size:
         return file.size
-    part = part_path(models_dir, file)
+    part = part_path(models_dir, file, name)
     return part.stat().st_size if part.is_file() else 0
 
 
@@ -180,7 +186,7 @@ def _progress(file: HubFile, part: Path, first: int, started: float) -> Progress
         done = first
     elapsed = time.monotonic() - started
     speed = (done - first) / elapsed if elapsed > 0 else 0.0
-    return Progress(local_name(file), done, file.size, speed)
+    return Progress(part.name.removesuffix(PART_SUFFIX), done, file.size, speed)
 
 
 @dataclass(frozen=True)
@@ -192,7 +198,7 @@ class _Failed:
 
     def message(self, file: HubFile, part: Path) -> str:
         kept = part.stat().st_size if part.is_file() else 0
-        name = local_name(file)
+        name = part.name.removesuffix(PART_SUFFIX)
         if self.kind == "missing":
             return f"{name} is not on Hugging Face (any more): {self.detail}"
         if self.kind == "disk":

@@ -68,6 +68,12 @@ def quantisation(filename: str) -> str | None:
     return found[-1].upper() if found else None
 
 
+def split_part(filename: str) -> int | None:
+    """Which part of a split GGUF a file is ("x-00002-of-00003.gguf": 2), or None."""
+    found = _PART.match(filename.rsplit("/", 1)[-1])
+    return int(found["n"]) if found else None
+
+
 def gguf_choices(files: list[HubFile]) -> list[GgufChoice]:
     """A repo's GGUF files as choices: split files joined, projectors (mmproj) attached."""
     ggufs = [f for f in files if f.name.lower().endswith(".gguf")]

@@ -16,6 +16,8 @@ from typing import Any
 
 from desktop.core.errors import LoomchatError
 from desktop.core.models.download import PART_SUFFIX
+from desktop.core.models.hub import split_part
+from desktop.core.runtime import PROJECTOR_SUFFIX, projector_for
 from desktop.core.tools.isolation import run_isolated
 
 INDEX = "index.json"
@@ -49,13 +51,36 @@ class LocalModel:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def sees_images(self) -> bool:
+        return projector_for(self.path).is_file()
+
 
 def models_in(folder: Path) -> list[Path]:
-    """The finished GGUF files (not the parts of downloads still going), newest first."""
+    """The finished models, newest first: a file each, or the first part of a split one
+    (not the other parts, the projectors beside their models, or downloads still going)."""
     if not folder.is_dir():
         return []
-    found = [p for p in folder.glob("*.gguf") if p.is_file()]
+    found = [
+        p
+        for p in folder.glob("*.gguf")
+        if p.is_file() and not p.name.endswith(PROJECTOR_SUFFIX) and (split_part(p.name) or 1) == 1
+    ]
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def companions(model: Path) -> list[Path]:
+    """The files that belong to a model: the other parts of a split one, its projector."""
+    siblings = [projector_for(model)]
+    if split_part(model.name) == 1:
+        stem = model.name.rsplit("-00001-of-", 1)[0]
+        found = model.parent.glob(f"{glob_escape(stem)}-0*-of-*.gguf")
+        siblings += sorted(p for p in found if split_part(p.name) not in (None, 1))
+    return [p for p in siblings if p.is_file()]
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 async def local_models(folder: Path) -> list[LocalModel]:
@@ -97,12 +122,16 @@ def mark_used(path: Path, when: float) -> None:
 
 
 def delete_model(folder: Path, name: str) -> Path:
-    """Delete a model file by its name (and any download part of it)."""
+    """Delete a model by its name, with its other parts, its projector and what is left of
+    their downloads."""
     path = folder / Path(name).name  # a name, never a path elsewhere
     if path.suffix != ".gguf" or not path.is_file():
         raise LibraryError(f"There is no model named {name!r} in {folder}.")
-    path.unlink()
-    Path(str(path) + PART_SUFFIX).unlink(missing_ok=True)
+    for file in [path, *companions(path)]:
+        file.unlink()
+        Path(str(file) + PART_SUFFIX).unlink(missing_ok=True)
+    projector_part = Path(str(projector_for(path)) + PART_SUFFIX)
+    projector_part.unlink(missing_ok=True)
     index = _read_index(folder)
     _write_index(folder, {k: v for k, v in index.items() if k.split(":", 1)[0] != path.name})
     return path

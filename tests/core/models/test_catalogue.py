@@ -72,3 +72,21 @@ def test_a_damaged_catalogue_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"models": [{"id": "x", "repo": "not a repo"}]}))
     with pytest.raises(CatalogueError, match="cannot be read"):
         load_catalogue(bad)
+
+
+def test_a_catalogue_model_is_found_with_the_projector_it_names() -> None:
+    from desktop.core.models.catalogue import choice_for
+    from desktop.core.models.hub import HubFile
+
+    gemma = next(m for m in load_catalogue() if m.vision)
+    assert gemma.projector is not None
+    files = [
+        HubFile(gemma.file, 3000, "a" * 64),
+        HubFile("mmproj-model-bf16.gguf", 5, None),  # the smaller one, not the named one
+        HubFile(gemma.projector, 800, "b" * 64),
+        HubFile("README.md", 10, None),
+    ]
+    choice = choice_for(gemma, files)
+    assert choice is not None and choice.projector == files[2]
+    assert choice_for(gemma, files[:1]) is None  # the repo lost its projector
+    assert choice_for(gemma, files[1:]) is None  # ... or its model

@@ -123,7 +123,9 @@ async def test_split_parts_and_the_projector_all_come_along(tmp_path: Path) -> N
         path = await download_choice(REPO, choice, tmp_path, endpoint=hub.url)
     assert path.name == "big-Q4_K_M-00001-of-00002.gguf"
     assert (tmp_path / "big-Q4_K_M-00002-of-00002.gguf").read_bytes() == two
-    assert (tmp_path / "mmproj-F16.gguf").read_bytes() == proj
+    # Beside its model under the model's name: another repo's "mmproj-F16.gguf" would clash.
+    assert (tmp_path / "big-Q4_K_M-00001-of-00002.mmproj.gguf").read_bytes() == proj
+    assert not (tmp_path / "mmproj-F16.gguf").exists()
     assert hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(one).digest()
 
 

@@ -70,3 +70,20 @@ async def test_delete_and_import(tmp_path: Path) -> None:
         delete_model(models, "../elsewhere.gguf" + "x")
     delete_model(models, "../elsewhere.gguf")  # only its name counts: the one in models/
     assert not imported.exists() and elsewhere.exists()
+
+
+async def test_a_split_model_with_its_projector_is_one_model_and_deleted_whole(
+    tmp_path: Path,
+) -> None:
+    first = tiny_gguf(tmp_path / "big-00001-of-00002.gguf")
+    second = tmp_path / "big-00002-of-00002.gguf"
+    projector = tmp_path / "big-00001-of-00002.mmproj.gguf"
+    second.write_bytes(b"GGUF rest")
+    projector.write_bytes(b"GGUF clip")
+    (tmp_path / "big-00002-of-00002.gguf.part").write_bytes(b"x")
+    tiny_gguf(tmp_path / "other.gguf")
+    models = {m.name: m for m in await local_models(tmp_path)}
+    assert set(models) == {first.name, "other.gguf"}
+    assert models[first.name].sees_images and not models["other.gguf"].sees_images
+    delete_model(tmp_path, first.name)
+    assert sorted(p.name for p in tmp_path.glob("*.gguf*")) == ["other.gguf"]
