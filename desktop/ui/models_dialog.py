@@ -198,6 +198,10 @@ class ModelsDialog(QDialog):
         self.results.currentItemChanged.connect(self._on_repo_chosen)
         self.files = QListWidget()
         self.files.setAccessibleName("GGUF files of the chosen repo")
+        self.card = QLabel()
+        self.card.setWordWrap(True)
+        self.card.setTextFormat(Qt.TextFormat.PlainText)  # the card is the Hub's text
+        self.card.setAccessibleName("About the chosen model")
         download = QPushButton("Download")
         download.clicked.connect(self._download_selected_file)
         lists = QHBoxLayout()
@@ -206,6 +210,7 @@ class ModelsDialog(QDialog):
         layout = QVBoxLayout(page)
         layout.addWidget(self.query)
         layout.addLayout(lists, 1)
+        layout.addWidget(self.card)
         layout.addWidget(download, alignment=Qt.AlignmentFlag.AlignRight)
         return page
 
@@ -249,7 +254,20 @@ class ModelsDialog(QDialog):
 
     def _on_repo_chosen(self, item: QListWidgetItem | None, _previous: object = None) -> None:
         if item is not None:
-            self._spawn(self.list_files(str(item.data(Qt.ItemDataRole.UserRole))))
+            repo_id = str(item.data(Qt.ItemDataRole.UserRole))
+            self._spawn(self.list_files(repo_id))
+            self._spawn(self.show_card(repo_id))
+
+    async def show_card(self, repo_id: str) -> None:
+        self.card.clear()
+        try:
+            card = await self.hub.card(repo_id)
+        except LoomchatError:
+            return  # the file list says what went wrong
+        facts = [f"Licence: {card.licence}" if card.licence else "",
+                 f"Made from {card.base_model}" if card.base_model else ""]  # fmt: skip
+        lines = [" · ".join(f for f in facts if f), card.summary]
+        self.card.setText("\n".join(line for line in lines if line) or "No model card.")
 
     async def list_files(self, repo_id: str) -> None:
         self.files.clear()

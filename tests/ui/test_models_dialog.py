@@ -80,6 +80,8 @@ def test_an_unreachable_hub_says_choose_a_file_instead(
 
 def test_search_then_a_repos_files_then_download(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
     server = serve("someone/Tiny-GGUF", "tiny-Q4_K_M.gguf")
+    card = "---\nlicense: mit\n---\n# Tiny\n\nA tiny model that answers in <b>few</b> words, for tests.\n"
+    server.repos["someone/Tiny-GGUF"].files["README.md"] = HubFileData(card.encode())
     entered = asyncio.ensure_future(server.__aenter__())
     qtbot.waitUntil(entered.done, timeout=5000)
     dialog = ModelsDialog(tmp_path, [], hub=Hub(server.url), machine=Machine(64 * GB, 100 * GB))
@@ -90,6 +92,8 @@ def test_search_then_a_repos_files_then_download(qtbot: Any, qloop: Any, tmp_pat
     dialog.results.setCurrentRow(0)
     qtbot.waitUntil(lambda: dialog.files.count() == 1, timeout=10000)
     assert dialog.files.item(0).text().startswith("tiny-Q4_K_M.gguf   Q4_K_M")
+    qtbot.waitUntil(lambda: dialog.card.text() != "", timeout=10000)
+    assert dialog.card.text() == "Licence: mit\nA tiny model that answers in few words, for tests."
     dialog.files.setCurrentRow(0)
     dialog._download_selected_file()
     qtbot.waitUntil(lambda: (tmp_path / "tiny-Q4_K_M.gguf").is_file(), timeout=20000)

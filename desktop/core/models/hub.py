@@ -23,6 +23,10 @@ OFFLINE = "Hugging Face cannot be reached; choose a model file instead"
 # "Qwen2.5-7B-Instruct-Q4_K_M.gguf", "model.IQ3_XXS.gguf", "x-f16.gguf", "x-BF16-00001-of-00002"
 _QUANT = re.compile(r"(?<![A-Za-z0-9])(I?Q\d(?:_[A-Z0-9]+)*|[FB]F?16|F32|BF16)(?=[-.]|$)", re.I)
 _PART = re.compile(r"^(?P<stem>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})\.gguf$")
+CARD_MAX_BYTES = 256 * 1024  # a model card's start is enough for its summary
+SUMMARY_CHARS = 360
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKUP = re.compile(r"(\*\*|__|`|<[^>]+>)")
 
 
 class HubError(LoomchatError):
@@ -60,6 +64,40 @@ class GgufChoice:
     @property
     def size(self) -> int:
         return sum(f.size for f in self.files) + (self.projector.size if self.projector else 0)
+
+
+@dataclass(frozen=True)
+class ModelCardSummary:
+    """What a repo's model card says in brief: its licence, the model it was made from, and
+    its first paragraph of prose."""
+
+    licence: str | None = None
+    base_model: str | None = None
+    summary: str = ""
+
+
+def card_summary(body: str) -> str:
+    """The first paragraph of prose in a model card's Markdown (not a heading, an image, a
+    table, code or HTML), as plain text, cut at a word near SUMMARY_CHARS."""
+    fenced = False
+    paragraph: list[str] = []
+    for line in [*body.splitlines(), ""]:
+        text = line.strip()
+        if text.startswith(("```", "~~~")):
+            fenced, paragraph = not fenced, []
+            continue
+        if fenced:
+            continue
+        if text and not text.startswith(("#", "<", "|", "!", "[!", "---", "- ", "* ", ">")):
+            paragraph.append(text)
+            continue
+        plain = _MARKUP.sub("", _LINK.sub(r"\1", " ".join(paragraph))).strip()
+        if len(plain) >= 40:  # a line of prose, not a stray label
+            if len(plain) <= SUMMARY_CHARS:
+                return plain
+            return plain[:SUMMARY_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+        paragraph = []
+    return ""
 
 
 def quantisation(filename: str) -> str | None:
@@ -114,6 +152,10 @@ class Hub:
 
     async def choices(self, repo_id: str) -> list[GgufChoice]:
         return gguf_choices(await self.files(repo_id))
+
+    async def card(self, repo_id: str) -> ModelCardSummary:
+        """The repo's model card in brief (an empty one where it has none)."""
+        return await self._call(_card, self.endpoint, repo_id)
 
     async def _call(self, ask: Callable[..., T | _Refused], *args: Any) -> T:
         await self._check_reachable()
@@ -183,6 +225,38 @@ def _files(endpoint: str | None, repo_id: str) -> list[HubFile] | _Refused:
             HubFile(s.rfilename, int(s.size or 0), s.lfs.sha256 if s.lfs else None)
             for s in info.siblings or []
         ]
+
+    return _asking(ask)
+
+
+def _card(endpoint: str | None, repo_id: str) -> ModelCardSummary | _Refused:
+    from huggingface_hub import ModelCard, get_session, hf_hub_url, hf_raise_for_status
+    from huggingface_hub.utils._headers import build_hf_headers
+
+    def ask() -> ModelCardSummary:
+        url = hf_hub_url(repo_id, "README.md", endpoint=endpoint)
+        with get_session().stream("GET", url, headers=build_hf_headers()) as response:
+            if response.status_code == 404:
+                return ModelCardSummary()
+            hf_raise_for_status(response)
+            start = bytearray()
+            for chunk in response.iter_bytes():
+                start += chunk
+                if len(start) >= CARD_MAX_BYTES:
+                    break
+        content = start[:CARD_MAX_BYTES].decode("utf-8", "replace")
+        try:
+            card = ModelCard(content, ignore_metadata_errors=True)
+        except Exception:  # YAML that does not parse: the prose still counts
+            body = content.split("\n---", 2)[-1] if content.startswith("---") else content
+            return ModelCardSummary(summary=card_summary(body))
+        data: dict[str, Any] = card.data.to_dict()  # type: ignore[no-untyped-call]
+        base, licence = data.get("base_model"), data.get("license")
+        return ModelCardSummary(
+            str(licence) if licence else None,
+            ", ".join(map(str, base)) if isinstance(base, list) else (str(base) if base else None),
+            card_summary(card.text),
+        )
 
     return _asking(ask)
 

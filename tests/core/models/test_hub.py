@@ -86,3 +86,59 @@ def test_split_files_are_one_choice() -> None:
     assert choice.name == "big-Q4_K_M-00001-of-00003.gguf" and choice.size == 30
     assert [f.name for f in choice.files] == sorted(p.name for p in parts)
     assert quantisation("x/Llama-3.2-3B-Instruct-IQ4_XS.gguf") == "IQ4_XS"
+
+
+QWEN_CARD = """---
+license: apache-2.0
+license_link: https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/LICENSE
+base_model: Qwen/Qwen2.5-7B-Instruct
+pipeline_tag: text-generation
+---
+
+# Qwen2.5-7B-Instruct-GGUF
+
+<a href="https://chat.qwenlm.ai/"><img src="badge.svg"/></a>
+
+## Introduction
+
+Qwen2.5 is the latest series of **Qwen** large language models. For Qwen2.5, we release a
+number of base language models and instruction-tuned language models ranging from 0.5 to
+72 billion parameters. See [our blog](https://qwenlm.github.io/blog/qwen2.5/) for more.
+
+```bash
+pip install huggingface_hub
+```
+"""
+
+
+def test_a_cards_summary_is_its_first_paragraph_of_prose() -> None:
+    from desktop.core.models.hub import SUMMARY_CHARS, card_summary
+
+    summary = card_summary(QWEN_CARD.split("---", 2)[2])
+    assert summary.startswith("Qwen2.5 is the latest series of Qwen large language models.")
+    assert "See our blog for more." in summary and "http" not in summary  # links as text
+    assert card_summary("# Title\n\n| a | b |\n|---|---|\n\n```\ncode only here, long enough"
+                        " to pass for prose if fences were ignored\n```\n") == ""  # fmt: skip
+    long = card_summary("word " * 500)
+    assert long.endswith("…") and len(long) <= SUMMARY_CHARS + 1
+
+
+async def test_a_repos_card_in_brief_and_none_where_it_has_none() -> None:
+    from desktop.core.models.hub import CARD_MAX_BYTES
+
+    cards = {
+        "Qwen/Qwen2.5-7B-Instruct-GGUF": HubRepoData({"README.md": HubFileData(QWEN_CARD.encode())}),
+        "bare/no-card-GGUF": HubRepoData({"x-Q4_0.gguf": HubFileData(b"x")}),
+        # Hostile: broken YAML, bytes that are not UTF-8, megabytes of one line.
+        "odd/card-GGUF": HubRepoData({"README.md": HubFileData(
+            b"---\nlicense: [unclosed\n---\n\xff\xfe" + b"A" * (4 * CARD_MAX_BYTES)
+        )}),
+    }  # fmt: skip
+    async with FakeHub(cards) as hub:
+        qwen = await Hub(hub.url).card("Qwen/Qwen2.5-7B-Instruct-GGUF")
+        bare = await Hub(hub.url).card("bare/no-card-GGUF")
+        odd = await Hub(hub.url).card("odd/card-GGUF")
+    assert (qwen.licence, qwen.base_model) == ("apache-2.0", "Qwen/Qwen2.5-7B-Instruct")
+    assert qwen.summary.startswith("Qwen2.5 is the latest series")
+    assert (bare.licence, bare.base_model, bare.summary) == (None, None, "")
+    assert odd.licence is None and len(odd.summary) <= 361
