@@ -188,7 +188,10 @@ class LlamaServer:
 
     async def start(self, timeout_s: float = 120.0) -> None:
         if not self.model.is_file():
-            raise RuntimeSetupError(f"Model file not found: {self.model}")
+            raise RuntimeSetupError(
+                f"The model file {self.model} is not there (deleted or moved?): choose a model"
+                " in File → Models…, or another file."
+            )
         if not self.port:
             self.port = free_port()
         if self.log_path is None:

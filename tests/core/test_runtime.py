@@ -73,7 +73,9 @@ def test_a_packaged_app_without_the_bundled_model_says_to_choose_a_file(
 
 async def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
     server = LlamaServer(model=tmp_path / "nope.gguf", binary=Path("/bin/true"))
-    with pytest.raises(RuntimeSetupError, match="Model file not found"):
+    with pytest.raises(
+        RuntimeSetupError, match=r"is not there \(deleted or moved\?\): choose a model"
+    ):
         await server.start()
 
 

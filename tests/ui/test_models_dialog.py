@@ -120,3 +120,22 @@ def test_the_first_run_downloads_the_recommended_model_and_uses_it(
     assert window.session.settings.backend == "builtin" and path.read_bytes() == CONTENT
     closed = asyncio.ensure_future(server.__aexit__())
     qtbot.waitUntil(closed.done, timeout=5000)
+
+
+def test_a_model_deleted_behind_the_apps_back_is_said_and_dropped(
+    qtbot: Any, qloop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    from tests.core.models.test_library import tiny_gguf
+
+    tiny = tiny_gguf(tmp_path / "tiny.gguf")
+    dialog = ModelsDialog(tmp_path, [], hub=Hub("http://127.0.0.1:9"), machine=Machine(GB, GB))
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 1, timeout=20000)
+    tiny.unlink()  # by the person, in their file manager
+    dialog.local_table.selectRow(0)
+    monkeypatch.setattr(QMessageBox, "question", lambda *_: QMessageBox.StandardButton.Yes)
+    dialog._delete_selected_local()
+    assert dialog.message.text() == f"There is no model named 'tiny.gguf' in {tmp_path}."
+    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 0, timeout=5000)
