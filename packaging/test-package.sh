@@ -86,7 +86,8 @@ check "built-in-runtime" "{\"backend\": \"builtin\", \"runtime_model\": \"$model
   'assert report["runtime"] == "/opt/loomchat/_internal/llama/llama-server", report'
 
 # The stand-in Hub serves the test model under every catalogue name: whichever model this
-# machine is recommended, the app downloads it, checks its sha256 and runs it.
+# machine is recommended, the app downloads it, checks its sha256 and runs it. The answer
+# must have used the calculator; its words are the sampled model's (not checked).
 "$here/.venv/bin/python" -m tests.support.hub_server --gguf "$model" \
   --catalogue "$here/resources/models.json" > "$scratch/hub.url" &
 hub_pid=$!
@@ -97,7 +98,7 @@ first = report["first_run"]
 assert first["shown"] and first["first_button"].startswith("Download "), first
 assert first["chat_shown"] and first["model"].startswith(sys.argv[2]), first
 assert report["runtime"] == "/opt/loomchat/_internal/llama/llama-server", report
-assert "calculator" in report["tool_calls"] and "437" in report["answer"], report' \
+assert "calculator" in report["tool_calls"], report' \
   "What is 23 times 19?" HF_ENDPOINT="$(cat "$scratch/hub.url")" \
   LOOMCHAT_SELF_CHECK_FIRST_RUN=download
 kill "$hub_pid"; hub_pid=""
