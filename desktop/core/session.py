@@ -277,15 +277,46 @@ class Session:
     # --- conversations and turns -------------------------------------------------------
 
     def conversation(self, conversation_id: int) -> list[Message]:
+        """What the model is sent: the conversation's system prompt, then its shown branch."""
         if conversation_id not in self._conversations:
+            system, _preset = self.store.system_prompt(conversation_id)
             self._conversations[conversation_id] = [
-                m for _, m in self.store.messages(conversation_id)
+                *([Message.system(system)] if system.strip() else []),
+                *(m for _, m in self.store.messages(conversation_id)),
             ]
         return self._conversations[conversation_id]
 
     def forget(self, conversation_id: int) -> None:
         self._conversations.pop(conversation_id, None)
         self.traces.pop(conversation_id, None)
+
+    def set_system_prompt(self, conversation_id: int, text: str, preset: str = "") -> None:
+        """From the next turn on (the tool block stays right after it: the prompt's prefix is
+        stable for the whole conversation)."""
+        self.store.set_system_prompt(conversation_id, text, preset)
+        self._conversations.pop(conversation_id, None)
+
+    def show_branch(self, conversation_id: int, seq: int) -> None:
+        """Show (and continue) the branch through message `seq`."""
+        self.store.show_branch(conversation_id, seq)
+        self._conversations.pop(conversation_id, None)
+
+    def delete_from(self, conversation_id: int, seq: int) -> None:
+        """Delete message `seq` and everything that followed it."""
+        self.store.delete_from(conversation_id, seq)
+        self._conversations.pop(conversation_id, None)
+
+    def question_of(self, conversation_id: int, seq: int) -> int:
+        """The person's message that the answer at `seq` (or `seq` itself) answers."""
+        question = None
+        for at, message in self.store.messages(conversation_id):
+            if at > seq:
+                break
+            if message.role == "user" and "tool_images" not in message.meta:
+                question = at
+        if question is None:
+            raise ProviderError("There is no question before that message to answer again.")
+        return question
 
     async def send(
         self,
@@ -295,26 +326,75 @@ class Session:
         approver: Approver | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run one turn; every message is stored the moment it is complete."""
+        async with aclosing(
+            self._paused_calibration(
+                self._turn(conversation_id, Message.user(text, list(images)), approver)
+            )
+        ) as events:
+            async for event in events:
+                yield event
+
+    async def edit(
+        self,
+        conversation_id: int,
+        seq: int,
+        text: str,
+        images: Sequence[Image] = (),
+        approver: Approver | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Send `text` in place of the message `seq`: a new branch beside it (kept)."""
+        self._check_connected()
+        self.store.rewind(conversation_id, self.store.parent(conversation_id, seq))
+        self._conversations.pop(conversation_id, None)
+        async with aclosing(self.send(conversation_id, text, images, approver)) as events:
+            async for event in events:
+                yield event
+
+    async def regenerate(
+        self, conversation_id: int, seq: int, approver: Approver | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Answer again the question that the message `seq` answers: a new branch after the
+        question; the old answer stays as a branch (and is shown again if no new answer
+        came: a failed or stopped regeneration hides nothing)."""
+        self._check_connected()
+        shown, question = self.store.head(conversation_id), self.question_of(conversation_id, seq)
+        self.store.rewind(conversation_id, question)
+        self._conversations.pop(conversation_id, None)
+        try:
+            async with aclosing(
+                self._paused_calibration(self._turn(conversation_id, None, approver))
+            ) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if self.store.head(conversation_id) == question:
+                self.store.rewind(conversation_id, shown)
+                self._conversations.pop(conversation_id, None)
+
+    def _check_connected(self) -> None:
         if self._active is None or self._traced is None:
             raise ProviderError(self.connection.message or "Not connected to a model server.")
+
+    async def _paused_calibration(
+        self, turn: AsyncGenerator[Event, None]
+    ) -> AsyncGenerator[Event, None]:
+        self._check_connected()
         calibrator = self._calibrator
         if calibrator is not None:
             calibrator.pause()  # the chat has the model; the calibration waits
         try:
-            async with aclosing(self._send(conversation_id, text, images, approver)) as events:
+            async with aclosing(turn) as events:
                 async for event in events:
                     yield event
         finally:
             if calibrator is not None:
                 calibrator.resume()
 
-    async def _send(
-        self,
-        conversation_id: int,
-        text: str,
-        images: Sequence[Image],
-        approver: Approver | None,
+    async def _turn(
+        self, conversation_id: int, user: Message | None, approver: Approver | None
     ) -> AsyncGenerator[Event, None]:
+        """A turn after the shown branch: with the person's new message `user`, or (None)
+        answering the branch's last question again."""
         assert self._active is not None and self._traced is not None
         runtime, provider = self.runtime, self._provider
         if runtime is not None and provider is not None and provider.base_url == runtime.base_url:
@@ -323,11 +403,12 @@ class Session:
             except RuntimeSetupError as exc:
                 raise ProviderError(str(exc)) from None
         conversation = self.conversation(conversation_id)
-        user = Message.user(text, list(images))
-        conversation.append(user)
-        self.store.append(conversation_id, user)
-        if len(conversation) == 1:
-            self.store.rename(conversation_id, title_from(text))
+        if user is not None:
+            conversation.append(user)
+            self.store.append(conversation_id, user)
+            if not any(m.role == "user" for m in conversation[:-1]):
+                self.store.rename(conversation_id, title_from(user.text))
+        text = next((m.text for m in reversed(conversation) if m.role == "user"), "")
         stored = len(conversation)
         trace = self._traced.start_turn(self.connection.track)
         self.traces.setdefault(conversation_id, []).append(trace)

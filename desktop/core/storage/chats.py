@@ -3,6 +3,13 @@
 A crash loses at most the answer in progress. Messages are stored as their JSON form
 (images included, as base64), so what is loaded is exactly what was saved. Calls are
 short and thread-safe, so the GUI can run the slower ones (loading, search) off its thread.
+
+A conversation is a tree: each message links to its `parent` (the one it follows), so an
+edited question or a regenerated answer is a sibling of the one it replaces, and nothing is
+lost. The conversation's `head` is the last message of the branch on screen; the
+conversation is the path from the root to the head (what is shown, sent and exported), and
+a new message follows the head. A child is always stored after its parent, so a path runs
+in `seq` order and the newest message below any message is a leaf.
 """
 
 from __future__ import annotations
@@ -38,6 +45,42 @@ CREATE TABLE IF NOT EXISTS messages (
     UNIQUE (conversation_id, seq)
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq);
+"""  # version 0's tables; a new database is migrated from there like an old one
+SCHEMA_VERSION = 1
+# Version 0 (no user_version) had no branches: each message followed the one stored before
+# it, and the conversation ended at its last. The migration links them so.
+MIGRATIONS = {
+    1: """
+ALTER TABLE messages ADD COLUMN parent INTEGER;
+UPDATE messages SET parent = (
+    SELECT MAX(earlier.seq) FROM messages earlier
+    WHERE earlier.conversation_id = messages.conversation_id AND earlier.seq < messages.seq
+);
+ALTER TABLE conversations ADD COLUMN head INTEGER;
+UPDATE conversations SET head = (
+    SELECT MAX(m.seq) FROM messages m WHERE m.conversation_id = conversations.id
+);
+ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN preset TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (conversation_id, parent);
+""",
+}
+# The path from the head to the root: (seq) rows, for a conversation id and its head.
+_PATH = """
+WITH RECURSIVE path(seq, parent) AS (
+    SELECT seq, parent FROM messages WHERE conversation_id = :c AND seq = :head
+    UNION ALL
+    SELECT m.seq, m.parent FROM messages m JOIN path ON m.seq = path.parent
+    WHERE m.conversation_id = :c
+)
+"""
+# A message and everything below it.
+_SUBTREE = """
+WITH RECURSIVE below(seq) AS (
+    SELECT :seq
+    UNION ALL
+    SELECT m.seq FROM messages m JOIN below ON m.parent = below.seq WHERE m.conversation_id = :c
+)
 """
 
 
@@ -47,6 +90,19 @@ class ConversationInfo:
     title: str
     updated: float
     message_count: int
+
+
+@dataclass(frozen=True)
+class Branches:
+    """Where a message on the shown path stands among its siblings (the versions of it):
+    `index` of `count`, 0-based, and the siblings' seqs in order."""
+
+    index: int
+    siblings: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.siblings)
 
 
 # SQLite's words for a file that is not (or no longer) a sound database.
@@ -71,6 +127,7 @@ class ChatStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(SCHEMA)
+            self._migrate()
             self._db.execute("SELECT COUNT(*) FROM conversations").fetchone()
         except sqlite3.Error as exc:
             self._db.close()
@@ -79,6 +136,22 @@ class ChatStore:
                     f"The chat history {path} is damaged ({exc}).", damaged=path
                 ) from None
             raise DataFolderError(f"The chat history {path} cannot be opened ({exc}).") from None
+
+    def _migrate(self) -> None:
+        """Bring an older database up to SCHEMA_VERSION, each step in one transaction (a
+        crash mid-way leaves the old version, whole). A newer one is used as it is."""
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[target].split(";\n"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {target}")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -133,7 +206,8 @@ class ChatStore:
         return [ConversationInfo(int(r[0]), str(r[1]), float(r[2]), int(r[3])) for r in rows]
 
     def append(self, conversation_id: int, message: Message) -> int:
-        """Store one completed message; committed before this returns. Its seq is returned."""
+        """Store one completed message after the conversation's head, which it becomes;
+        committed before this returns. Its seq is returned."""
         now = time.time()
         # Lone surrogates cannot be stored as UTF-8: replaced here, whatever let them in.
         body = without_surrogates(json.dumps(message.to_dict(), ensure_ascii=False))
@@ -145,14 +219,18 @@ class ChatStore:
             ).fetchone()
             seq = int(row[0])
             db.execute(
-                "INSERT INTO messages (conversation_id, seq, role, text, body, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, seq, message.role, text, body, now),
+                "INSERT INTO messages (conversation_id, seq, role, text, body, created, parent) "
+                "VALUES (?, ?, ?, ?, ?, ?, (SELECT head FROM conversations WHERE id = ?))",
+                (conversation_id, seq, message.role, text, body, now, conversation_id),
             )
-            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
+            db.execute(
+                "UPDATE conversations SET updated = ?, head = ? WHERE id = ?",
+                (now, seq, conversation_id),
+            )
             return seq
 
     def count(self, conversation_id: int) -> int:
+        """Messages in the conversation, every branch counted."""
         with self._lock:
             row = self._db.execute(
                 "SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (conversation_id,)
@@ -162,21 +240,124 @@ class ChatStore:
     def messages(
         self, conversation_id: int, *, last: int | None = None, before_seq: int | None = None
     ) -> list[tuple[int, Message]]:
-        """(seq, message) in order; `last` limits to the newest ones (before `before_seq`),
-        which is how a long conversation opens fast and loads the rest on scroll."""
-        query = "SELECT seq, body FROM messages WHERE conversation_id = ?"
-        params: list[Any] = [conversation_id]
+        """(seq, message) of the shown branch, in order; `last` limits to the newest ones
+        (before `before_seq`), which is how a long conversation opens fast and loads the
+        rest on scroll."""
+        query = (
+            _PATH + "SELECT m.seq, m.body FROM messages m JOIN path ON m.seq = path.seq "
+            "WHERE m.conversation_id = :c"
+        )
+        params: dict[str, Any] = {"c": conversation_id, "head": self.head(conversation_id)}
         if before_seq is not None:
-            query += " AND seq < ?"
-            params.append(before_seq)
+            query += " AND m.seq < :before"
+            params["before"] = before_seq
         if last is not None:
-            query = f"SELECT seq, body FROM ({query} ORDER BY seq DESC LIMIT ?) ORDER BY seq"
-            params.append(last)
+            query = f"SELECT seq, body FROM ({query} ORDER BY m.seq DESC LIMIT :last) ORDER BY seq"
+            params["last"] = last
         else:
-            query += " ORDER BY seq"
+            query += " ORDER BY m.seq"
         with self._lock:
             rows = self._db.execute(query, params).fetchall()
         return [(int(seq), Message.from_dict(json.loads(body))) for seq, body in rows]
+
+    # --- branches -------------------------------------------------------------------------
+
+    def head(self, conversation_id: int) -> int | None:
+        """The last message of the shown branch (None: the conversation is empty)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT head FROM conversations WHERE id = ?", (conversation_id,)
+            ).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else None
+
+    def parent(self, conversation_id: int, seq: int) -> int | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT parent FROM messages WHERE conversation_id = ? AND seq = ?",
+                (conversation_id, seq),
+            ).fetchone()
+        if row is None:
+            raise KeyError(seq)
+        return int(row[0]) if row[0] is not None else None
+
+    def rewind(self, conversation_id: int, seq: int | None) -> None:
+        """Make `seq` the head (None: before the first message), so that the next message
+        follows it: a new branch beside what followed it, which is kept."""
+        with self._transaction() as db:
+            db.execute("UPDATE conversations SET head = ? WHERE id = ?", (seq, conversation_id))
+
+    def show_branch(self, conversation_id: int, seq: int) -> None:
+        """Show the branch through `seq`: the head becomes the newest message below it."""
+        with self._transaction() as db:
+            db.execute(
+                _SUBTREE + "UPDATE conversations SET head = (SELECT MAX(seq) FROM below) "
+                "WHERE id = :c",
+                {"c": conversation_id, "seq": seq},
+            )
+
+    def branches(self, conversation_id: int, seqs: list[int]) -> dict[int, Branches]:
+        """For each of `seqs` that has siblings (other versions of it), where it stands."""
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT m.seq, s.seq FROM messages m JOIN messages s "
+                f"ON s.conversation_id = m.conversation_id AND s.parent IS m.parent "
+                f"WHERE m.conversation_id = ? AND m.seq IN ({marks}) ORDER BY m.seq, s.seq",
+                (conversation_id, *seqs),
+            ).fetchall()
+        siblings: dict[int, list[int]] = {}
+        for seq, sibling in rows:
+            siblings.setdefault(int(seq), []).append(int(sibling))
+        return {
+            seq: Branches(found.index(seq), tuple(found))
+            for seq, found in siblings.items()
+            if len(found) > 1
+        }
+
+    def delete_from(self, conversation_id: int, seq: int) -> None:
+        """Delete a message and everything that followed it (every branch below it); the
+        branch shown is then the newest one left where it was."""
+        parent = self.parent(conversation_id, seq)
+        with self._transaction() as db:
+            db.execute(
+                _SUBTREE + "DELETE FROM messages WHERE conversation_id = :c "
+                "AND seq IN (SELECT seq FROM below)",
+                {"c": conversation_id, "seq": seq},
+            )
+            if parent is None:
+                head = db.execute(
+                    "SELECT MAX(seq) FROM messages WHERE conversation_id = ?", (conversation_id,)
+                ).fetchone()[0]
+            else:
+                head = db.execute(
+                    _SUBTREE + "SELECT MAX(seq) FROM below", {"c": conversation_id, "seq": parent}
+                ).fetchone()[0]
+            db.execute(
+                "UPDATE conversations SET head = ?, updated = ? WHERE id = ?",
+                (head, time.time(), conversation_id),
+            )
+
+    # --- the system prompt ----------------------------------------------------------------
+
+    def system_prompt(self, conversation_id: int) -> tuple[str, str]:
+        """The conversation's own system prompt and the name of its preset ("": none)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT system_prompt, preset FROM conversations WHERE id = ?",
+                (conversation_id,),
+            ).fetchone()
+        if row is None:
+            raise KeyError(conversation_id)
+        return str(row[0]), str(row[1])
+
+    def set_system_prompt(self, conversation_id: int, text: str, preset: str = "") -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE conversations SET system_prompt = ?, preset = ? WHERE id = ?",
+                (without_surrogates(text), preset, conversation_id),
+            )
 
     def title(self, conversation_id: int) -> str:
         with self._lock:
