@@ -13,7 +13,7 @@ from desktop.core.calibration.calibrator import Calibrator, Progress
 from desktop.core.calibration.card import Calibration
 from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.connection import NOT_CONNECTED, Connection
-from desktop.core.events import Event
+from desktop.core.events import Event, TextDelta
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Provider, ProviderError, RequestOptions
@@ -435,10 +435,23 @@ class Session:
             dedupe=self.dedupe,
             approver=approve,
         )
-        async with aclosing(turn) as events:
-            async for event in events:
-                trace.record(event)
-                for message in conversation[stored:]:
-                    self.store.append(conversation_id, message)
-                stored = len(conversation)
-                yield event
+        # The text of the step under way, shown but not yet a message: kept if the turn is
+        # stopped or fails mid-step (the person saw it; it must not vanish).
+        partial = ""
+        try:
+            async with aclosing(turn) as events:
+                async for event in events:
+                    trace.record(event)
+                    if len(conversation) > stored:
+                        for message in conversation[stored:]:
+                            self.store.append(conversation_id, message)
+                        stored, partial = len(conversation), ""
+                    if isinstance(event, TextDelta):
+                        partial += event.text
+                    yield event
+        finally:
+            if partial.strip():
+                cut = Message.assistant(partial)
+                cut.meta["stopped"] = True
+                conversation.append(cut)
+                self.store.append(conversation_id, cut)

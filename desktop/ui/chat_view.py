@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from desktop.core.events import ToolCallParsed, ToolRejected, ToolResult
 from desktop.core.messages import Image, Message
+from desktop.core.storage.chats import Branches
 from desktop.ui.markdown_view import MarkdownView
 from desktop.ui.tool_card import ImageThumb, ToolCard
 
@@ -24,11 +26,57 @@ from desktop.ui.tool_card import ImageThumb, ToolCard
 REPAINT_MS = 40
 
 
+class BranchSwitcher(QWidget):
+    """ "< 2/3 >" above a message that has other versions (edits or regenerations)."""
+
+    chosen = Signal(int)  # the seq of the version to show
+
+    def __init__(self, branches: Branches, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("branchSwitcher")
+        self.branches = branches
+        self.previous = QToolButton()
+        self.previous.setText("‹")
+        self.previous.setAccessibleName("Previous version")
+        self.next = QToolButton()
+        self.next.setText("›")
+        self.next.setAccessibleName("Next version")
+        self.label = QLabel(f"{branches.index + 1}/{branches.count}")
+        self.label.setAccessibleName(f"Version {branches.index + 1} of {branches.count}")
+        self.previous.setEnabled(branches.index > 0)
+        self.next.setEnabled(branches.index < branches.count - 1)
+        self.previous.clicked.connect(
+            lambda: self.chosen.emit(branches.siblings[branches.index - 1])
+        )
+        self.next.clicked.connect(lambda: self.chosen.emit(branches.siblings[branches.index + 1]))
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(2)
+        row.addWidget(self.previous)
+        row.addWidget(self.label)
+        row.addWidget(self.next)
+        row.addStretch()
+
+
 class MessageBubble(QFrame):
-    def __init__(self, role: str, text: str = "", images: list[Image] | None = None) -> None:
+    """A message of the person's or the model's, with Copy and, once it is stored (`seq`),
+    Edit (the person's) or Regenerate (the model's), and Delete."""
+
+    edit_requested = Signal(int, str)
+    regenerate_requested = Signal(int)
+    delete_requested = Signal(int)
+
+    def __init__(
+        self,
+        role: str,
+        text: str = "",
+        images: list[Image] | None = None,
+        seq: int | None = None,
+    ) -> None:
         super().__init__()
         self.setObjectName(f"{role}Bubble")
         self.role = role
+        self.seq = seq
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         layout.setSpacing(4)
@@ -54,6 +102,62 @@ class MessageBubble(QFrame):
             row.addStretch()
             layout.addLayout(row)
         self.thinking = ""
+        self.action_row = self._action_row()
+        layout.addWidget(self.action_row)
+
+    def set_seq(self, seq: int) -> None:
+        """The message is stored now: its actions become available."""
+        self.seq = seq
+        layout = self.layout()
+        old, self.action_row = self.action_row, self._action_row()
+        if layout is not None:
+            layout.replaceWidget(old, self.action_row)
+        old.deleteLater()
+
+    def _action_row(self) -> QWidget:
+        row = QWidget()
+        row.setObjectName("messageActions")
+        buttons = QHBoxLayout(row)
+        buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.setSpacing(4)
+        buttons.addStretch()
+        self.copy_button = self._action("Copy", "Copy this message", self.copy)
+        buttons.addWidget(self.copy_button)
+        self.edit_button = self.regenerate_button = None
+        if self.seq is None:
+            return row  # a message still arriving: stored (with its seq) when it is complete
+        seq = self.seq
+        if self.role == "user":
+            self.edit_button = self._action(
+                "Edit", "Edit this message and send it again (the old one is kept)",
+                lambda: self.edit_requested.emit(seq, self.body.text),
+            )  # fmt: skip
+            buttons.addWidget(self.edit_button)
+        else:
+            self.regenerate_button = self._action(
+                "Regenerate", "Answer again (this answer is kept)",
+                lambda: self.regenerate_requested.emit(seq),
+            )  # fmt: skip
+            buttons.addWidget(self.regenerate_button)
+        self.delete_button = self._action(
+            "Delete", "Delete this message and what follows it",
+            lambda: self.delete_requested.emit(seq),
+        )  # fmt: skip
+        buttons.addWidget(self.delete_button)
+        return row
+
+    def _action(self, text: str, description: str, slot: object) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(description)
+        button.setAccessibleName(f"{text} message")
+        button.setAccessibleDescription(description)
+        button.setAutoRaise(True)
+        button.clicked.connect(slot)
+        return button
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.body.text)
 
     def set_text(self, text: str) -> None:
         self.body.set_text(text)
@@ -70,11 +174,20 @@ class MessageBubble(QFrame):
         self.thinking_label.setVisible(shown)
 
 
+Stored = list[tuple[int, Message]]  # (seq, message) of the shown branch, in order
+
+
 class ChatView(QScrollArea):
-    """Signals: load_earlier_requested(), image_clicked(object)."""
+    """Signals: load_earlier_requested(), image_clicked(object); for a stored message (by
+    seq): edit_requested(int, str), regenerate_requested(int), delete_requested(int),
+    branch_chosen(int) (show the version of the message with that seq)."""
 
     load_earlier_requested = Signal()
     image_clicked = Signal(object)
+    edit_requested = Signal(int, str)
+    regenerate_requested = Signal(int)
+    delete_requested = Signal(int)
+    branch_chosen = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -95,6 +208,7 @@ class ChatView(QScrollArea):
         self.setWidget(self.content)
 
         self.cards: dict[str, ToolCard] = {}
+        self._turn_from: int | None = None  # where the running turn's widgets begin
         self._answer: MessageBubble | None = None
         self._answer_text = ""
         self._thinking_text = ""
@@ -116,34 +230,41 @@ class ChatView(QScrollArea):
             if widget is not None:
                 widget.deleteLater()
         self.cards.clear()
+        self._turn_from = None
         self._answer = None
         self._answer_text = self._thinking_text = ""
         self._stick_to_bottom = True
 
-    def show_messages(self, messages: list[Message], more_before: bool) -> None:
+    def show_messages(
+        self, messages: Stored, more_before: bool, branches: dict[int, Branches] | None = None
+    ) -> None:
         self.clear()
-        self.prepend_messages(messages, more_before)
+        self.prepend_messages(messages, more_before, branches)
 
-    def prepend_messages(self, messages: list[Message], more_before: bool) -> None:
+    def prepend_messages(
+        self, messages: Stored, more_before: bool, branches: dict[int, Branches] | None = None
+    ) -> None:
         """Older messages go above those shown (lazy loading of long conversations)."""
         self.earlier_button.setVisible(more_before)
         at = 1
-        for widget in self._widgets_for(messages):
+        for widget in self._widgets_for(messages, branches or {}):
             self.column.insertWidget(at, widget)
             at += 1
 
-    def _widgets_for(self, messages: list[Message]) -> list[QWidget]:
+    def _widgets_for(self, messages: Stored, branches: dict[int, Branches]) -> list[QWidget]:
         widgets: list[QWidget] = []
         cards: dict[str, ToolCard] = {}
-        for message in messages:
+        for seq, message in messages:
             if message.role == "user" and "tool_images" in message.meta:
                 for card in cards.values():
                     card.mark_images(bool(message.meta.get("sent_to_model")))
                 continue
-            if message.role in ("user", "assistant") and message.text.strip():
-                widgets.append(MessageBubble(message.role, message.text, message.images))
-            elif message.role == "user" and message.images:
-                widgets.append(MessageBubble("user", "", message.images))
+            if seq in branches:
+                switcher = BranchSwitcher(branches[seq])
+                switcher.chosen.connect(self.branch_chosen)
+                widgets.append(switcher)
+            if message.role in ("user", "assistant") and (message.text.strip() or message.images):
+                widgets.append(self._bubble(message.role, message.text, message.images, seq))
             for call in message.tool_calls:
                 card = self._card(call.id, call.name, call.arguments)
                 cards[call.id] = card
@@ -166,10 +287,46 @@ class ChatView(QScrollArea):
 
     # --- the turn as it happens ---------------------------------------------------------
 
-    def add_user_message(self, text: str, images: list[Image] | None = None) -> None:
+    def begin_turn(self) -> None:
+        """What follows belongs to a turn; `settle_turn` replaces it with what was stored."""
         self._stick_to_bottom = True
-        self._append(MessageBubble("user", text, images))
+        self._turn_from = self.column.count() - 1
         self._answer = None
+
+    def add_user_message(self, text: str, images: list[Image] | None = None) -> None:
+        self.begin_turn()
+        self._append(self._bubble("user", text, images))
+
+    def settle_turn(self, stored: Stored, branches: dict[int, Branches], finished: bool) -> None:
+        """The turn has ended. Finished, its messages as stored (with their seqs, so that
+        they can be edited, regenerated and deleted) replace the ones drawn as they arrived;
+        its notes stay below them. Stopped or failed, what was drawn stays as it is (a card
+        stopped mid-question is not a stored message), and the person's message gets its
+        seq."""
+        self._repaint.stop()
+        self._flush()
+        if self._turn_from is None:
+            return
+        start, self._turn_from = self._turn_from, None
+        self._answer = None
+        self._answer_text = self._thinking_text = ""
+        items = [self.column.itemAt(i) for i in range(start, self.column.count() - 1)]
+        live = [w for w in (item.widget() for item in items if item is not None) if w]
+        if not finished:
+            first = next((w for w in live if isinstance(w, MessageBubble)), None)
+            if first is not None and first.role == "user" and stored and first.seq is None:
+                seq, message = stored[0]
+                if message.role == "user":
+                    first.set_seq(seq)
+            return
+        for widget in live:
+            if not widget.objectName().endswith("Note"):
+                if isinstance(widget, ToolCard):
+                    self.cards.pop(widget.call_id, None)
+                self.column.removeWidget(widget)
+                widget.deleteLater()
+        for at, widget in enumerate(self._widgets_for(stored, branches), start):
+            self.column.insertWidget(at, widget)
 
     def append_text(self, text: str) -> None:
         self._answer_text += text
@@ -189,7 +346,7 @@ class ChatView(QScrollArea):
         if self._answer is None:
             if not (self._answer_text.strip() or self._thinking_text.strip()):
                 return
-            self._answer = MessageBubble("assistant")
+            self._answer = self._bubble("assistant")
             self._append(self._answer)
         self._answer.set_text(self._answer_text)
         if self._thinking_text:
@@ -242,6 +399,15 @@ class ChatView(QScrollArea):
 
     # --- helpers ------------------------------------------------------------------------
 
+    def _bubble(
+        self, role: str, text: str = "", images: list[Image] | None = None, seq: int | None = None
+    ) -> MessageBubble:
+        bubble = MessageBubble(role, text, images, seq)
+        bubble.edit_requested.connect(self.edit_requested)
+        bubble.regenerate_requested.connect(self.regenerate_requested)
+        bubble.delete_requested.connect(self.delete_requested)
+        return bubble
+
     def _card(self, call_id: str, name: str, arguments: object) -> ToolCard:
         card = ToolCard(call_id, name, arguments)
         card.image_clicked.connect(self.image_clicked.emit)
@@ -261,5 +427,13 @@ class ChatView(QScrollArea):
         if self._stick_to_bottom:
             self.verticalScrollBar().setValue(maximum)
 
+    def shown(self) -> list[QWidget]:
+        """The widgets of the conversation, top to bottom (not those on their way out)."""
+        items = (self.column.itemAt(i) for i in range(1, self.column.count() - 1))
+        return [w for w in (item.widget() for item in items if item is not None) if w]
+
     def bubbles(self) -> list[MessageBubble]:
-        return self.content.findChildren(MessageBubble)
+        return [w for w in self.shown() if isinstance(w, MessageBubble)]
+
+    def switchers(self) -> list[BranchSwitcher]:
+        return [w for w in self.shown() if isinstance(w, BranchSwitcher)]

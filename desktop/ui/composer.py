@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 
 class Composer(QPlainTextEdit):
@@ -26,13 +34,27 @@ class Composer(QPlainTextEdit):
 
 
 class ComposerBar(QWidget):
-    """The composer with its buttons: Send while idle, Stop while a turn runs."""
+    """The composer with its buttons: Send while idle, Stop while a turn runs; while an
+    earlier message is edited, a line that says so, with Cancel."""
 
     send_requested = Signal()
     stop_requested = Signal()
+    edit_cancelled = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.editing_note = QLabel("Editing a message: sending it makes a new version.")
+        self.editing_note.setObjectName("editingNote")
+        self.cancel_edit = QToolButton()
+        self.cancel_edit.setText("Cancel")
+        self.cancel_edit.setAccessibleName("Cancel editing")
+        self.cancel_edit.clicked.connect(self._cancel_edit)
+        self.editing_row = QWidget()
+        editing = QHBoxLayout(self.editing_row)
+        editing.setContentsMargins(0, 0, 0, 0)
+        editing.addWidget(self.editing_note, 1)
+        editing.addWidget(self.cancel_edit)
+        self.editing_row.hide()
         self.editor = Composer()
         self.editor.submitted.connect(self.send_requested)
         self.send_button = QPushButton("Send")
@@ -46,10 +68,22 @@ class ComposerBar(QWidget):
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
         buttons.addStretch()
-        row = QHBoxLayout(self)
+        row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.editor, 1)
         row.addLayout(buttons)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(self.editing_row)
+        column.addLayout(row)
+
+    def show_editing(self, editing: bool) -> None:
+        self.editing_row.setVisible(editing)
+
+    def _cancel_edit(self) -> None:
+        self.editor.clear()
+        self.edit_cancelled.emit()
 
     def set_busy(self, busy: bool) -> None:
         self.send_button.setVisible(not busy)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from desktop.core.connection import Connection
-from desktop.core.events import TurnFailed
+from desktop.core.events import Event, TurnFailed
 from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Session
@@ -82,8 +83,23 @@ class ChatController(QObject):
 
     def send(self, conversation_id: int, text: str, images: list[Image] | None = None) -> None:
         """Start a turn; a turn still running is stopped first (a new message wins)."""
+        turn = self.session.send(conversation_id, text, images or [], approver=self._approve)
+        self._start(conversation_id, turn)
+
+    def edit(
+        self, conversation_id: int, seq: int, text: str, images: list[Image] | None = None
+    ) -> None:
+        """Send `text` in place of message `seq` (a new branch beside it)."""
+        turn = self.session.edit(conversation_id, seq, text, images or [], self._approve)
+        self._start(conversation_id, turn)
+
+    def regenerate(self, conversation_id: int, seq: int) -> None:
+        """Answer again the question that message `seq` answers (a new branch)."""
+        self._start(conversation_id, self.session.regenerate(conversation_id, seq, self._approve))
+
+    def _start(self, conversation_id: int, turn: AsyncGenerator[Event, None]) -> None:
         self.stop()
-        self._task = asyncio.ensure_future(self._run(conversation_id, text, images or []))
+        self._task = asyncio.ensure_future(self._run(conversation_id, turn))
 
     def stop(self) -> None:
         if self.busy and self._task is not None:
@@ -98,10 +114,9 @@ class ChatController(QObject):
         if pending:
             await asyncio.wait(pending, timeout=timeout_s)
 
-    async def _run(self, conversation_id: int, text: str, images: list[Image]) -> None:
+    async def _run(self, conversation_id: int, turn: AsyncGenerator[Event, None]) -> None:
         self.busy_changed.emit(True)
         try:
-            turn = self.session.send(conversation_id, text, images, approver=self._approve)
             async with aclosing(turn) as stream:
                 async for event in stream:
                     self.event_received.emit(event)

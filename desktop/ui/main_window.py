@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from desktop import __version__
 from desktop.core.calibration.card import Calibration
 from desktop.core.connection import Connection
+from desktop.core.errors import LoomchatError
 from desktop.core.events import (
     Event,
     TextDelta,
@@ -38,9 +39,10 @@ from desktop.core.events import (
     TurnWarning,
     Usage,
 )
-from desktop.core.messages import Image
+from desktop.core.messages import Image, Message
 from desktop.core.models.catalogue import CatalogueModel
 from desktop.core.runtime import bundled_model_available
+from desktop.core.storage.chats import Branches
 from desktop.core.storage.settings import Settings
 from desktop.ui.calibration_status import CalibrationStatus
 from desktop.ui.chat_view import ChatView
@@ -72,6 +74,9 @@ class MainWindow(QMainWindow):
         self._closing = False
         self._closer: asyncio.Future[None] | None = None
         self._oldest_seq: int | None = None
+        self._turn_after: int | None = None  # the running turn's messages follow this seq
+        self._turn_finished = False
+        self.editing: int | None = None  # the message being edited in the composer
         self.setWindowTitle("Loomchat")
         self.resize(1180, 760)
 
@@ -86,6 +91,10 @@ class MainWindow(QMainWindow):
         self.chat = ChatView()
         self.chat.load_earlier_requested.connect(self.load_earlier)
         self.chat.image_clicked.connect(self._open_image)
+        self.chat.edit_requested.connect(self.start_edit)
+        self.chat.regenerate_requested.connect(self.regenerate)
+        self.chat.delete_requested.connect(self.delete_message)
+        self.chat.branch_chosen.connect(self.show_branch)
         self.recommended = recommended_model(self.models_dir)
         self.first_run = FirstRunPanel(bundled_model_available(), offer_text(self.recommended))
         self.first_run.download_recommended.connect(
@@ -101,6 +110,7 @@ class MainWindow(QMainWindow):
         self.composer_bar = ComposerBar()
         self.composer_bar.send_requested.connect(self.send)
         self.composer_bar.stop_requested.connect(self.controller.stop)
+        self.composer_bar.edit_cancelled.connect(self.cancel_edit)
         self.composer = self.composer_bar.editor
         self.send_button, self.stop_button = (
             self.composer_bar.send_button,
@@ -200,6 +210,7 @@ class MainWindow(QMainWindow):
                 self.chat.show_note(event.message, "warning")
                 return
             case TurnFinished():
+                self._turn_finished = True
                 self.chat.finish_answer(event.text)
                 self.refresh_conversations(keep_selection=True)
             case TurnFailed():
@@ -239,6 +250,7 @@ class MainWindow(QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.composer_bar.set_busy(busy)
         if not busy:
+            self._settle_turn()
             self._refresh_inspector()
 
     def _on_connection(self, connection: Connection) -> None:
@@ -273,10 +285,25 @@ class MainWindow(QMainWindow):
         self.controller.stop()
         self.conversation_id = conversation_id
         self.sidebar.mark_current(conversation_id)
-        page = self.store.messages(conversation_id, last=PAGE_SIZE)
-        self._oldest_seq = page[0][0] if page else None
-        self.chat.show_messages([m for _, m in page], more_before=bool(page) and page[0][0] > 0)
+        self._show()
         self.inspector.set_traces(self.session.traces.get(conversation_id, []))
+
+    def _show(self, up_to: int | None = None) -> None:
+        """The shown branch's newest messages (those up to seq `up_to`, where given)."""
+        if self.conversation_id is None:
+            return
+        before = None if up_to is None else up_to + 1
+        page = self.store.messages(self.conversation_id, last=PAGE_SIZE, before_seq=before)
+        self._oldest_seq = page[0][0] if page else None
+        self.chat.show_messages(page, self._more_before(page), self._branches(page))
+
+    def _more_before(self, page: list[tuple[int, Message]]) -> bool:
+        assert self.conversation_id is not None
+        return bool(page) and self.store.parent(self.conversation_id, page[0][0]) is not None
+
+    def _branches(self, page: list[tuple[int, Message]]) -> dict[int, Branches]:
+        assert self.conversation_id is not None
+        return self.store.branches(self.conversation_id, [seq for seq, _ in page])
 
     def load_earlier(self) -> None:
         if self.conversation_id is None or self._oldest_seq is None:
@@ -290,9 +317,64 @@ class MainWindow(QMainWindow):
         self._oldest_seq = page[0][0]
         bar = self.chat.verticalScrollBar()
         height_before = bar.maximum()
-        self.chat.prepend_messages([m for _, m in page], more_before=page[0][0] > 0)
+        self.chat.prepend_messages(page, self._more_before(page), self._branches(page))
         # keep the message the user was looking at in place
         QTimer.singleShot(0, bar, lambda: bar.setValue(bar.maximum() - height_before))
+
+    # --- versions of a message: edit, regenerate, switch, delete ------------------------
+
+    def _settle_turn(self) -> None:
+        """The turn's messages as stored replace those drawn while they arrived."""
+        if self.conversation_id is None or self._turn_after is None:
+            return
+        after, self._turn_after = self._turn_after, None
+        page = self.store.messages(self.conversation_id, last=PAGE_SIZE)
+        stored = [(seq, m) for seq, m in page if after < 0 or seq > after]
+        self.chat.settle_turn(stored, self._branches(stored), self._turn_finished)
+
+    def start_edit(self, seq: int, text: str) -> None:
+        """The message goes into the composer; sending it makes a new version."""
+        self.editing = seq
+        self.composer.setPlainText(text)
+        self.composer_bar.show_editing(True)
+        self.composer.setFocus()
+
+    def cancel_edit(self) -> None:
+        self.editing = None
+        self.composer_bar.show_editing(False)
+
+    def regenerate(self, seq: int) -> None:
+        if self.conversation_id is None or not self._check_connected():
+            return
+        try:
+            question = self.session.question_of(self.conversation_id, seq)
+        except LoomchatError as exc:
+            self.chat.show_note(str(exc), "error")
+            return
+        self._show(up_to=question)
+        self._turn_after, self._turn_finished = question, False
+        self.chat.begin_turn()
+        self.controller.regenerate(self.conversation_id, seq)
+
+    def show_branch(self, seq: int) -> None:
+        if self.conversation_id is None:
+            return
+        self.controller.stop()
+        self.session.show_branch(self.conversation_id, seq)
+        self._show()
+
+    def delete_message(self, seq: int) -> None:
+        if self.conversation_id is None:
+            return
+        answer = QMessageBox.question(
+            self, "Delete message", "Delete this message and everything after it?"
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        self.controller.stop()
+        self.session.delete_from(self.conversation_id, seq)
+        self._show()
+        self.refresh_conversations(keep_selection=True)
 
     def rename_conversation(self) -> None:
         self.sidebar.rename()
@@ -318,12 +400,31 @@ class MainWindow(QMainWindow):
     def send(self) -> None:
         if not self.composer.toPlainText().strip() or self.conversation_id is None:
             return
-        if not self.session.connection.ok:
-            self.chat.show_note(self.session.connection.message or "Not connected.", "error")
+        if not self._check_connected():
             return
         text = self.composer_bar.take_text()
+        conversation = self.conversation_id
+        if self.editing is not None:
+            seq, self.editing = self.editing, None
+            self.composer_bar.show_editing(False)
+            parent = self.store.parent(conversation, seq)
+            if parent is None:
+                self.chat.show_messages([], more_before=False)
+            else:
+                self._show(up_to=parent)
+            self._turn_after, self._turn_finished = -1 if parent is None else parent, False
+            self.chat.add_user_message(text)
+            self.controller.edit(conversation, seq, text)
+            return
+        head = self.store.head(conversation)
+        self._turn_after, self._turn_finished = -1 if head is None else head, False
         self.chat.add_user_message(text)
-        self.controller.send(self.conversation_id, text)
+        self.controller.send(conversation, text)
+
+    def _check_connected(self) -> bool:
+        if not self.session.connection.ok:
+            self.chat.show_note(self.session.connection.message or "Not connected.", "error")
+        return self.session.connection.ok
 
     # --- settings ---------------------------------------------------------------------
 

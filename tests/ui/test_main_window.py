@@ -104,9 +104,7 @@ def test_without_vision_the_card_says_the_image_was_withheld(
     assert provider.requests[1].messages[-1].images == []
     # Opened again from the store, the card says the same.
     assert window.conversation_id is not None
-    assert window.conversation_id is not None
-    stored = [m for _, m in window.store.messages(window.conversation_id)]
-    window.chat.show_messages(stored, more_before=False)
+    window.chat.show_messages(window.store.messages(window.conversation_id), more_before=False)
     reopened = window.chat.cards["chart1"]
     assert reopened is not card
     assert reopened.images_note.text() == "The image stayed here: this model cannot see images."
