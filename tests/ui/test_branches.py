@@ -31,7 +31,8 @@ def idle(qtbot: Any, window: Any) -> None:
 
 
 def last(window: Any, role: str) -> MessageBubble:
-    return [b for b in window.chat.bubbles() if b.role == role][-1]
+    found: list[MessageBubble] = [b for b in window.chat.bubbles() if b.role == role]
+    return found[-1]
 
 
 def test_regenerate_then_switch_back_and_go_on_from_there(
