@@ -13,6 +13,7 @@ LoomchatError
 ├── DownloadError       a download did not finish: cut off, damaged (deleted), no space
 ├── LibraryError        a model file cannot be deleted or imported
 ├── CatalogueError      the curated model catalogue cannot be read
+├── PresetError         a preset file cannot be read, or a preset name is taken
 └── ToolError           a tool failed; its message becomes the result the model reads
     ├── ImageError        an image that cannot be read or is too large
     ├── WorkspaceError    a path outside the workspace, or a file it cannot read

@@ -28,6 +28,7 @@ from desktop.core.runtime import (
 )
 from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.presets import Preset, PresetBook
 from desktop.core.storage.settings import Settings, save_settings
 from desktop.core.tools.catalog import ToolCatalog, trusted
 from desktop.core.tools.dedupe import Deduplicator
@@ -53,6 +54,7 @@ class Session:
         settings_path: Path | None = None,
         discover: Callable[[], Awaitable[list[Found]]] = discover,
         has_bundled_model: Callable[[], bool] = bundled_model_available,
+        presets: PresetBook | None = None,
     ) -> None:
         """`tools` replaces the built-in ones (and the workspace's), for tests.
         `settings_path`: where changed settings are saved (None: not saved, as when the
@@ -66,6 +68,7 @@ class Session:
         self.model_key = ""  # whom the connected model's calibration belongs to
         self._calibrator: Calibrator | None = None
         self.store = store
+        self.presets = presets or PresetBook()
         self.secrets = secrets
         self.tools = ToolCatalog(tools)
         self.dedupe = Deduplicator()
@@ -290,6 +293,22 @@ class Session:
         self._conversations.pop(conversation_id, None)
         self.traces.pop(conversation_id, None)
 
+    def new_conversation(self) -> int:
+        """A new conversation with the default preset's system prompt."""
+        conversation_id = self.store.create_conversation()
+        default = self.presets.default_preset
+        if default is not None:
+            self.store.set_system_prompt(conversation_id, default.system_prompt, default.name)
+        return conversation_id
+
+    def preset_of(self, conversation_id: int) -> Preset | None:
+        return self.presets.get(self.store.system_prompt(conversation_id)[1])
+
+    def use_preset(self, conversation_id: int, preset: Preset) -> None:
+        """The conversation takes the preset: its system prompt (which may then be edited
+        for this conversation alone), temperature, tools and track."""
+        self.set_system_prompt(conversation_id, preset.system_prompt, preset.name)
+
     def set_system_prompt(self, conversation_id: int, text: str, preset: str = "") -> None:
         """From the next turn on (the tool block stays right after it: the prompt's prefix is
         stable for the whole conversation)."""
@@ -410,11 +429,18 @@ class Session:
                 self.store.rename(conversation_id, title_from(user.text))
         text = next((m.text for m in reversed(conversation) if m.role == "user"), "")
         stored = len(conversation)
-        trace = self._traced.start_turn(self.connection.track)
+        preset = self.preset_of(conversation_id)
+        active, track = self._active, self.connection.track
+        if preset is not None and preset.track and preset.track != self.settings.track:
+            active, track = on_track(self._traced, preset.track, self.calibration)  # type: ignore[arg-type]
+        trace = self._traced.start_turn(track)
         self.traces.setdefault(conversation_id, []).append(trace)
+        temperature = self.settings.temperature
+        if preset is not None and preset.temperature is not None:
+            temperature = preset.temperature
         settings = LoopSettings(
             max_tool_calls=self.settings.max_tool_calls,
-            options=RequestOptions(temperature=self.settings.temperature),
+            options=RequestOptions(temperature=temperature),
         )
 
         async def approve(call: ToolCall, tool: Tool) -> bool:
@@ -425,11 +451,12 @@ class Session:
         offer = self.offer(conversation, text)
         if offer.selected:
             trace.offer = offer.to_dict()
-        if isinstance(self._active, ConstrainedTools):
-            trace.gate = {"bar": self._active.min_call_odds, "source": self._active.bar_source}
+        if isinstance(active, ConstrainedTools):
+            trace.gate = {"bar": active.min_call_odds, "source": active.bar_source}
+        tools_on = preset is None or preset.tools
         turn = run_turn(
-            self._active,
-            Toolbox(offer.tools),
+            active,
+            Toolbox(offer.tools if tools_on else []),
             conversation,
             settings=settings,
             dedupe=self.dedupe,

@@ -23,6 +23,7 @@ from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore, set_aside
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.paths import DataFolderError, check_writable, data_dir, remember_data_dir
+from desktop.core.storage.presets import PRESETS_FILE, PresetBook
 from desktop.core.storage.settings import Settings, SettingsError, load_settings
 from desktop.ui.controller import ChatController
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on
@@ -60,6 +61,9 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
     secrets = SecretStore(file=folder / "secrets.json" if settings.secrets_in_file else None)
     store = ChatStore(folder / "chats.db")
     calibrations = CalibrationStore(folder / CALIBRATIONS_FILE)
+    presets = PresetBook.load(folder / PRESETS_FILE)
+    if presets.problem:  # the built-in presets meanwhile; the file is kept for repair
+        log.warning("%s", presets.problem)
     if calibrations.problem:  # not worth a dialog: the models calibrate again
         log.warning("%s", calibrations.problem)
     session = Session(
@@ -68,6 +72,7 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
         secrets,
         runtime_log=folder / "logs" / "llama-server.log",
         calibrations=calibrations,
+        presets=presets,
         # Settings that could not be read are not overwritten with the defaults.
         settings_path=settings_path if problem is None else None,
     )

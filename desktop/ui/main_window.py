@@ -45,6 +45,7 @@ from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.chats import Branches
 from desktop.core.storage.settings import Settings
 from desktop.ui.calibration_status import CalibrationStatus
+from desktop.ui.chat_header import ChatHeader, SystemPromptDialog
 from desktop.ui.chat_view import ChatView
 from desktop.ui.composer import ComposerBar
 from desktop.ui.connection_status import ConnectionStatus
@@ -55,6 +56,7 @@ from desktop.ui.image_dialog import ImageDialog
 from desktop.ui.inspector import InspectorPanel
 from desktop.ui.menus import build_menus
 from desktop.ui.models_dialog import ModelsDialog, offer_text, recommended_model, show_models
+from desktop.ui.presets_dialog import PresetsDialog
 from desktop.ui.settings_dialog import SettingsDialog
 
 PAGE_SIZE = 40  # messages shown when a conversation opens; older ones load on scroll
@@ -116,9 +118,13 @@ class MainWindow(QMainWindow):
             self.composer_bar.send_button,
             self.composer_bar.stop_button,
         )
+        self.header = ChatHeader()
+        self.header.preset_chosen.connect(self.choose_preset)
+        self.header.system_prompt_requested.connect(self.edit_system_prompt)
         middle = QWidget()
         center = QVBoxLayout(middle)
         center.setContentsMargins(0, 0, 8, 8)
+        center.addWidget(self.header)
         center.addWidget(self.pages, 1)
         center.addWidget(self.composer_bar)
 
@@ -213,6 +219,7 @@ class MainWindow(QMainWindow):
                 self._turn_finished = True
                 self.chat.finish_answer(event.text)
                 self.refresh_conversations(keep_selection=True)
+                self._show_header()  # the first message names the conversation
             case TurnFailed():
                 self.chat.show_note(event.message, "error")
             case _:
@@ -255,6 +262,7 @@ class MainWindow(QMainWindow):
 
     def _on_connection(self, connection: Connection) -> None:
         self.status.show(connection, self.session.calibration)
+        self.header.show_connection(connection)
         if connection.ok:
             self.pages.setCurrentWidget(self.chat)
         elif connection.message != "Connecting…":
@@ -273,7 +281,7 @@ class MainWindow(QMainWindow):
 
     def new_conversation(self) -> None:
         self.controller.stop()
-        conversation_id = self.store.create_conversation()
+        conversation_id = self.session.new_conversation()
         self.search.clear()
         self.refresh_conversations(keep_selection=False)
         self.open_conversation(conversation_id)
@@ -286,7 +294,42 @@ class MainWindow(QMainWindow):
         self.conversation_id = conversation_id
         self.sidebar.mark_current(conversation_id)
         self._show()
+        self._show_header()
         self.inspector.set_traces(self.session.traces.get(conversation_id, []))
+
+    def _show_header(self) -> None:
+        if self.conversation_id is None:
+            return
+        _system, preset = self.store.system_prompt(self.conversation_id)
+        title = self.store.title(self.conversation_id)
+        self.header.show_conversation(title, self.session.presets, preset)
+
+    # --- the system prompt and presets -----------------------------------------------------
+
+    def choose_preset(self, name: str) -> None:
+        if self.conversation_id is None:
+            return
+        preset = self.session.presets.get(name)
+        if preset is None:  # "No preset": the system prompt stays, as the conversation's own
+            system, _ = self.store.system_prompt(self.conversation_id)
+            self.session.set_system_prompt(self.conversation_id, system)
+        else:
+            self.session.use_preset(self.conversation_id, preset)
+        self._show_header()
+
+    def edit_system_prompt(self) -> None:
+        if self.conversation_id is None:
+            return
+        system, preset = self.store.system_prompt(self.conversation_id)
+        dialog = SystemPromptDialog(system, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.session.set_system_prompt(self.conversation_id, dialog.text(), preset)
+
+    def open_presets(self) -> None:
+        dialog = PresetsDialog(self.session.presets.copy(), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.session.presets = dialog.book
+            self._show_header()
 
     def _show(self, up_to: int | None = None) -> None:
         """The shown branch's newest messages (those up to seq `up_to`, where given)."""

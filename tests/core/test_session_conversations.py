@@ -1,5 +1,5 @@
-"""Edit, regenerate, branch switch, delete and the system prompt through the session: what
-the next request sends follows the branch on screen."""
+"""Edit, regenerate, branch switch, delete, the system prompt and presets through the
+session: what the next request sends follows the branch on screen and the preset."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from desktop.core.providers.base import ProviderError
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.presets import Preset, PresetBook
 from desktop.core.storage.settings import Settings
 from tests.support.fakes import Request, ScriptedProvider, Step
 
@@ -119,3 +120,43 @@ async def test_editing_needs_a_connection_and_then_changes_nothing(tmp_path: Pat
     with pytest.raises(ProviderError):
         await run(session.regenerate(c, question))
     assert shown(session, c) == ["Q", "A"]
+
+
+def preset_session(tmp_path: Path, *answers: str) -> tuple[Session, ScriptedProvider]:
+    from desktop.core.tools.builtin import builtin_tools
+
+    store = ChatStore(tmp_path / "chats.db")
+    book = PresetBook()
+    book.put(Preset("Tutor", "Answer in French.", temperature=0.2, tools=False))
+    book.put(Preset("Native", "", track="native"))
+    book.default = "Tutor"
+    session = Session(Settings(), store, SecretStore(), tools=builtin_tools(), presets=book)
+    provider = ScriptedProvider(list(answers))
+    session.use_provider(provider)
+    return session, provider
+
+
+async def test_a_new_conversation_takes_the_default_preset(tmp_path: Path) -> None:
+    session, provider = preset_session(tmp_path, "Bonjour.")
+    c = session.new_conversation()
+    assert session.store.system_prompt(c) == ("Answer in French.", "Tutor")
+    await run(session.send(c, "Hello"))
+    (request,) = provider.requests
+    assert request.options.temperature == 0.2
+    # Tools off: no tools offered, and the system prompt is the preset's alone.
+    assert request.tools == [] and sent(request)[0] == ("system", "Answer in French.")
+
+
+async def test_a_presets_track_and_the_settings_temperature(tmp_path: Path) -> None:
+    session, provider = preset_session(tmp_path, "Sure.", "Again.")
+    c = session.store.create_conversation()
+    native = session.presets.get("Native")
+    assert native is not None
+    session.use_preset(c, native)
+    await run(session.send(c, "What is 2+2?"))
+    assert "calculator" in provider.requests[0].tools  # sent natively, not in the prompt
+    assert provider.requests[0].options.temperature is None  # the settings' (none)
+    session.use_preset(c, Preset("Gone"))  # a preset deleted since: the defaults
+    await run(session.send(c, "And 3+3?"))
+    assert provider.requests[1].tools == []  # the emulated track: tools in the prompt
+    assert "calculator" in provider.requests[1].messages[0].text

@@ -1,0 +1,110 @@
+"""The chat's header: the conversation's title, the model and what it can do, the
+conversation's preset and its system prompt."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.core.connection import Connection
+from desktop.core.storage.presets import PresetBook
+
+NO_PRESET = "No preset"
+
+
+class ChatHeader(QWidget):
+    """Signals: preset_chosen(str) (a preset's name), system_prompt_requested()."""
+
+    preset_chosen = Signal(str)
+    system_prompt_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatHeader")
+        self.title = QLabel("New chat")
+        self.title.setObjectName("chatTitle")
+        self.title.setAccessibleName("Conversation title")
+        self.model = QLabel()
+        self.model.setObjectName("chatModel")
+        self.model.setAccessibleName("Model")
+        self.preset = QComboBox()
+        self.preset.setAccessibleName("Preset")
+        self.preset.setAccessibleDescription(
+            "The conversation's preset: its system prompt, temperature, tools and track"
+        )
+        self.preset.setToolTip(self.preset.accessibleDescription())
+        self.preset.activated.connect(
+            lambda index: self.preset_chosen.emit(str(self.preset.itemData(index) or ""))
+        )
+        self.system_button = QPushButton("System prompt…")
+        self.system_button.setAccessibleDescription("Edit this conversation's system prompt")
+        self.system_button.clicked.connect(self.system_prompt_requested)
+        names = QVBoxLayout()
+        names.setSpacing(0)
+        names.addWidget(self.title)
+        names.addWidget(self.model)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(16, 8, 16, 8)
+        row.addLayout(names, 1)
+        row.addWidget(self.preset)
+        row.addWidget(self.system_button)
+
+    def show_conversation(self, title: str, presets: PresetBook, preset: str) -> None:
+        self.title.setText(title)
+        self.preset.clear()
+        self.preset.addItem(NO_PRESET, "")
+        for each in presets.presets:
+            self.preset.addItem(each.name, each.name)
+        found = self.preset.findData(preset)
+        self.preset.setCurrentIndex(max(found, 0))
+
+    def show_connection(self, connection: Connection) -> None:
+        if not connection.ok:
+            self.model.setText("No model")
+            return
+        can = ["sees images" if connection.capabilities.vision else "text only"]
+        if connection.track:
+            can.append(f"{connection.track} tools")
+        if connection.capabilities.context_size:
+            can.append(f"{connection.capabilities.context_size:,} tokens of context")
+        name = connection.model.rsplit("/", 1)[-1] or connection.backend
+        self.model.setText(f"{name} · {' · '.join(can)}")
+
+
+class SystemPromptDialog(QDialog):
+    """The conversation's system prompt, written at the top of every request."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("System prompt")
+        self.resize(560, 360)
+        explain = QLabel(
+            "Sent to the model before the conversation, on every turn, for this conversation "
+            "only. Tools are described after it."
+        )
+        explain.setWordWrap(True)
+        self.editor = QPlainTextEdit(text)
+        self.editor.setAccessibleName("System prompt")
+        self.editor.setPlaceholderText("e.g. You are a patient tutor. Answer in French.")
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(explain)
+        layout.addWidget(self.editor, 1)
+        layout.addWidget(buttons)
+
+    def text(self) -> str:
+        return self.editor.toPlainText().strip()
