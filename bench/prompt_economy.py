@@ -7,7 +7,10 @@
    from its cache (`timings.cache_n`), i.e. how stable the prefix is;
 3. the answers that may not call (a plain answer after a call the gate turned down, and
    the last step once tools are withdrawn), side by side: keeping the tool prompt with a
-   grammar that forbids a call, against dropping the tool block.
+   grammar that forbids a call, against dropping the tool block;
+4. a conversation's second turn with a system prompt (a preset's) and without: the tool
+   block follows the system prompt, so the prefix stays stable from turn to turn and the
+   reuse must not drop.
 
     .venv/bin/python bench/prompt_economy.py
 """
@@ -19,7 +22,7 @@ import json
 
 import httpx
 
-from desktop.core.events import UsageReport
+from desktop.core.events import TurnFinished, UsageReport
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
@@ -95,6 +98,7 @@ async def main() -> None:
                           f"from cache {event.cached_tokens} ({share:.0%})")  # fmt: skip
         await provider.aclose()
         await answers_without_calls(server.base_url, tools)
+        await second_turn_with_a_system_prompt(server.base_url, tools)
     finally:
         server.stop()
 
@@ -116,7 +120,7 @@ async def answers_without_calls(url: str, tools: list) -> None:  # type: ignore[
             trace.record(event)
         plain = next(p for s in trace.steps for p in s.phases if p.options.get("phase") == "plain")
         rows.setdefault("plain answer after an unsure call", []).append(_reuse(plain.usage))
-        answer = trace.outcome["text"] if trace.outcome else ""
+        answer = trace.outcome.text if isinstance(trace.outcome, TurnFinished) else ""
         rows.setdefault("  its answer", []).append(repr(answer[:60]))
         # One call allowed: the second step is the last, its tools withdrawn.
         sure = ConstrainedTools(traced, min_call_odds=0.0, keep_prefix=keep)
@@ -127,8 +131,34 @@ async def answers_without_calls(url: str, tools: list) -> None:  # type: ignore[
             trace.record(event)
         last = trace.steps[-1]
         rows.setdefault("last step, tools withdrawn", []).append(_reuse(last.usage))
-        answer = trace.outcome["text"] if trace.outcome else ""
+        answer = trace.outcome.text if isinstance(trace.outcome, TurnFinished) else ""
         rows.setdefault("  its answer", []).append(repr(answer[:60]))
+        await provider.aclose()
+    for name, cells in rows.items():
+        print(f"{name} | " + " | ".join(cells))
+
+
+async def second_turn_with_a_system_prompt(url: str, tools: list) -> None:  # type: ignore[type-arg]
+    """Cache reuse on a conversation's second turn, without and with a system prompt."""
+    print("\nsecond turn of a conversation | no system prompt | with a system prompt")
+    rows: dict[str, list[str]] = {}
+    for system in ("", "You are a patient tutor. Answer briefly and plainly."):
+        provider = make_provider("llamacpp", url)
+        traced = TracingProvider(provider)
+        active, _ = on_track(traced, "emulated")
+        options = RequestOptions(temperature=0, seed=1, max_tokens=60)
+        conversation = [*([Message.system(system)] if system else []),
+                        Message.user("What is 1234 * 5678? Use the calculator.")]  # fmt: skip
+        for turn in range(2):
+            trace = traced.start_turn("emulated")
+            async for event in run_turn(active, Toolbox(tools), conversation,
+                                        settings=LoopSettings(options=options)):  # fmt: skip
+                trace.record(event)
+            if turn == 0:
+                conversation.append(Message.user("Now divide that by 2."))
+        first = trace.steps[0]
+        usages = [r.usage for r in [first, *first.phases] if r.usage]
+        rows.setdefault("first step of turn 2", []).append(_reuse(usages[0] if usages else None))
         await provider.aclose()
     for name, cells in rows.items():
         print(f"{name} | " + " | ".join(cells))
