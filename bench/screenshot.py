@@ -4,6 +4,9 @@ with the bundled model, and a prompt that makes the model draw a chart.
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python bench/screenshot.py [--out DIR]
 
 Saves `chat.png` (the window after the answer) and `inspector.png` (with the inspector open).
+With `--look`, the look in both themes: a conversation with a chart whose answer was
+regenerated (its "< 2/2 >" switcher), in the light theme (`light.png`) and the dark one
+(`dark.png`).
 With `--data-folder`, starts the real app over a damaged and over a read-only data folder
 instead and saves the screen as the person sees it: `data-folder-damaged.png`,
 `data-folder-read-only.png`.
@@ -49,11 +52,10 @@ async def real_app(**settings: object) -> AsyncIterator[tuple[Any, Any, Any]]:
     from PySide6.QtWidgets import QApplication
 
     from desktop.core.runtime import LlamaServer, ensure_bundled_model
-    from desktop.ui.app import build, resource
+    from desktop.ui.app import build
 
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    app.setStyleSheet(resource("styles", "app.qss").read_text(encoding="utf-8"))
     server = LlamaServer(model=ensure_bundled_model(), threads=2)
     await server.start()
     folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
@@ -94,6 +96,39 @@ async def shoot(out: Path) -> None:
         await asyncio.sleep(0.3)
         window.grab().save(str(out / "inspector.png"))
         print(f"saved {out / 'chat.png'} and {out / 'inspector.png'}")
+
+
+async def shoot_look(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    async with real_app() as (window, controller, session):
+        window.resize(1280, 820)
+        window.show()
+        window.set_theme("light")
+        controller.reconnect()
+        await wait_for(lambda: session.connection.ok, 60, "the connection")
+        for prompt in ("What is 1234 * 5678?", PROMPT):
+            window.composer.setPlainText(prompt)
+            window.send()
+            await wait_for(lambda: controller.busy, 10, "the turn to start")
+            await wait_for(lambda: not controller.busy, 300, "the answer")
+        first_answer = next(b for b in window.chat.bubbles() if b.role == "assistant")
+        assert first_answer.seq is not None
+        window.regenerate(first_answer.seq)  # a second version of the first answer
+        await wait_for(lambda: controller.busy, 10, "the regeneration to start")
+        await wait_for(lambda: not controller.busy, 300, "the regeneration")
+        window.show_branch(first_answer.seq)  # back to the first version: "1/2"
+        window.chat.verticalScrollBar().setValue(0)
+        await asyncio.sleep(0.5)
+        window.grab().save(str(out / "light.png"))
+        window.set_theme("dark")
+        window.composer.setPlainText(PROMPT.replace("sales", "costs"))
+        window.send()  # a chart drawn for the dark window
+        await wait_for(lambda: controller.busy, 10, "the turn to start")
+        await wait_for(lambda: not controller.busy, 300, "the answer")
+        await asyncio.sleep(0.5)
+        window.grab().save(str(out / "dark.png"))
+        window.set_theme("system")
+        print(f"saved light.png and dark.png in {out}")
 
 
 async def shoot_calibration(out: Path) -> None:
@@ -177,13 +212,12 @@ async def shoot_models(out: Path) -> None:
 
     from desktop.core.models.catalogue import load_catalogue
     from desktop.core.models.hub import Hub
-    from desktop.ui.app import build, resource
+    from desktop.ui.app import build
     from desktop.ui.models_dialog import ModelsDialog
     from tests.support.hub_server import FakeHub, HubFileData, HubRepoData
 
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    app.setStyleSheet(resource("styles", "app.qss").read_text(encoding="utf-8"))
     folder = Path(tempfile.mkdtemp(prefix="loomchat-shot-"))
     (folder / "settings.json").write_text(
         json.dumps({"backend": "llamacpp", "url": "http://127.0.0.1:9"})
@@ -225,6 +259,8 @@ def main() -> int:
                         help="calibration, its card, the tool selection")  # fmt: skip
     parser.add_argument("--models", action="store_true",
                         help="the first run and the Models dialog mid-download")  # fmt: skip
+    parser.add_argument("--look", action="store_true",
+                        help="a branched conversation in the light and the dark theme")  # fmt: skip
     args = parser.parse_args()
     if args.data_folder:
         shoot_data_folder(args.out)
@@ -236,6 +272,7 @@ def main() -> int:
     shots = (
         shoot_calibration(args.out) if args.calibration
         else shoot_models(args.out) if args.models
+        else shoot_look(args.out) if args.look
         else shoot(args.out)
     )  # fmt: skip
     run_on_qt(QApplication(sys.argv[:1]), shots)

@@ -102,6 +102,12 @@ class Session:
         self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
         self.tools.collect(settings)
 
+    def set_dark(self, dark: bool) -> None:
+        """Charts from now on are drawn for a dark window (or a light one)."""
+        if dark != self.tools.dark:
+            self.tools.dark = dark
+            self.tools.collect(self.settings)
+
     async def start_mcp(self) -> list[str]:
         """(Re)start the MCP servers of the settings; returns what went wrong, per server."""
         return await self.tools.start_mcp(self.settings)

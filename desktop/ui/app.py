@@ -29,16 +29,10 @@ from desktop.ui.controller import ChatController
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on
 from desktop.ui.diagnostics import report_startup, self_check
 from desktop.ui.main_window import MainWindow
+from desktop.ui.resources import resource
 
 T = TypeVar("T")
-RESOURCES = Path(__file__).resolve().parent.parent.parent / "resources"
 log = logging.getLogger("loomchat")
-
-
-def resource(*parts: str) -> Path:
-    bundled = Path(getattr(sys, "_MEIPASS", "")) / "resources"  # inside a PyInstaller bundle
-    base = bundled if bundled.is_dir() else RESOURCES
-    return base.joinpath(*parts)
 
 
 def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None]:
@@ -158,9 +152,6 @@ def main(argv: list[str] | None = None) -> int:
     # ~/Library/Application Support/Loomchat rather than Loomchat/Loomchat.
     app.setDesktopFileName("loomchat")  # matches packaging/linux/loomchat.desktop (Wayland)
     app.setWindowIcon(QIcon(str(resource("icons", "loomchat.svg"))))
-    style = resource("styles", "app.qss")
-    if style.is_file():
-        app.setStyleSheet(style.read_text(encoding="utf-8"))
     log_file = _logging(data_dir())
     opened = open_data(data_dir(), lambda problem: ask_way_on(problem, log_file))
     if opened is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -24,6 +24,8 @@ from desktop.ui.tool_card import ImageThumb, ToolCard
 # Streamed text is painted at most this often: at 2,000 tokens/s, repainting per token
 # would starve the event loop.
 REPAINT_MS = 40
+# Lines longer than this are hard to read: a wide window centres a column this wide.
+READING_WIDTH = 920
 
 
 class BranchSwitcher(QWidget):
@@ -422,6 +424,11 @@ class ChatView(QScrollArea):
         self._stick_to_bottom = value >= bar.maximum() - 24
         if value == bar.minimum() and self.earlier_button.isVisible() and bar.maximum() > 0:
             self.load_earlier_requested.emit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        side = max(16, (self.viewport().width() - READING_WIDTH) // 2)
+        self.column.setContentsMargins(side, 12, side, 12)
+        super().resizeEvent(event)
 
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
         if self._stick_to_bottom:

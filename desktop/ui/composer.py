@@ -22,6 +22,7 @@ class Composer(QPlainTextEdit):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("composer")
         self.setPlaceholderText("Ask anything…  (Enter sends, Shift+Enter for a new line)")
         self.setFixedHeight(84)
 

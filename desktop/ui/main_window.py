@@ -11,6 +11,7 @@ from typing import assert_never
 from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (
+    QApplication,
     QDialog,
     QDockWidget,
     QFileDialog,
@@ -57,7 +58,9 @@ from desktop.ui.inspector import InspectorPanel
 from desktop.ui.menus import build_menus
 from desktop.ui.models_dialog import ModelsDialog, offer_text, recommended_model, show_models
 from desktop.ui.presets_dialog import PresetsDialog
+from desktop.ui.resources import resource
 from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.theme import MAX_POINTS, MIN_POINTS, Appearance
 
 PAGE_SIZE = 40  # messages shown when a conversation opens; older ones load on scroll
 
@@ -81,6 +84,11 @@ class MainWindow(QMainWindow):
         self.editing: int | None = None  # the message being edited in the composer
         self.setWindowTitle("Loomchat")
         self.resize(1180, 760)
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        self.appearance = Appearance(app, resource("styles", "app.qss"), self)
+        self.appearance.changed.connect(self.session.set_dark)
+        self.appearance.apply(self.session.settings.theme, self.session.settings.font_size)
 
         # left: conversations
         self.sidebar = ConversationList(self.store)
@@ -303,6 +311,21 @@ class MainWindow(QMainWindow):
         _system, preset = self.store.system_prompt(self.conversation_id)
         title = self.store.title(self.conversation_id)
         self.header.show_conversation(title, self.session.presets, preset)
+
+    # --- the look ------------------------------------------------------------------------
+
+    def set_theme(self, choice: str) -> None:
+        self.appearance.apply(choice, self.session.settings.font_size)
+        self.apply_settings(replace(self.session.settings, theme=self.appearance.choice))
+
+    def zoom(self, step: int) -> None:
+        """Text one point bigger (1), smaller (-1), or the desktop's size again (0)."""
+        size = 0 if step == 0 else round(self.appearance.size) + step
+        if size:
+            size = min(max(size, MIN_POINTS), MAX_POINTS)
+        self.appearance.apply(self.appearance.choice, size)
+        self.apply_settings(replace(self.session.settings, font_size=size))
+        self.statusBar().showMessage(f"Text size: {self.appearance.size:g} pt", 3000)
 
     # --- the system prompt and presets -----------------------------------------------------
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
 if TYPE_CHECKING:
@@ -44,6 +45,17 @@ def build_menus(window: MainWindow) -> None:
     view_menu.addAction(toggle)
     find = QKeySequence.StandardKey.Find
     _action(view_menu, "Search conversations", window.search.setFocus, find)
+    view_menu.addSeparator()
+    theme_menu = view_menu.addMenu("Theme")
+    themes = QActionGroup(theme_menu)
+    for choice, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+        item = _action(theme_menu, text, partial(window.set_theme, choice))
+        item.setCheckable(True)
+        item.setChecked(window.appearance.choice == choice)
+        themes.addAction(item)
+    _action(view_menu, "Bigger text", lambda: window.zoom(1), QKeySequence.StandardKey.ZoomIn)
+    _action(view_menu, "Smaller text", lambda: window.zoom(-1), QKeySequence.StandardKey.ZoomOut)
+    _action(view_menu, "Default text size", lambda: window.zoom(0), "Ctrl+0")
     chat_menu = bar.addMenu("&Chat")
     _action(chat_menu, "Stop the answer", window.controller.stop, "Esc")
     _action(chat_menu, "Reconnect", window.controller.reconnect, "Ctrl+R")

@@ -38,6 +38,8 @@ SCHEMA: dict[str, Any] = {
         "trusted_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
         "tool_selection": {"enum": ["auto", "off"]},
         "pinned_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "theme": {"enum": ["system", "light", "dark"]},
+        "font_size": {"type": "integer", "minimum": 0, "maximum": 40},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -72,6 +74,8 @@ class Settings:
     # those that fit its request; "off": always all of them.
     tool_selection: str = "auto"
     pinned_tools: dict[str, bool] = field(default_factory=dict)  # always offered
+    theme: str = "system"  # "system" follows the desktop's light or dark scheme
+    font_size: int = 0  # points; 0: the desktop's
 
     def tool_enabled(self, name: str) -> bool:
         return self.tools_enabled.get(name, True)

@@ -28,6 +28,7 @@ class ToolCatalog:
         self.mcp = McpServers([])
         self.mcp_config_started: str | None = None
         self.mcp_problems: list[str] = []
+        self.dark = False  # charts drawn for a dark window (the window says which)
         self._selector: ToolSelector | None = None  # the index over many tools, kept
 
     def collect(self, settings: Settings) -> None:
@@ -37,7 +38,7 @@ class ToolCatalog:
         workspace = Path(settings.workspace).expanduser() if settings.workspace else None
         if workspace is not None and not workspace.is_dir():
             workspace = None
-        self.all = builtin_tools(workspace) + self.mcp.tools + self.extra
+        self.all = builtin_tools(workspace, self.dark) + self.mcp.tools + self.extra
 
     async def start_mcp(self, settings: Settings) -> list[str]:
         """(Re)start the MCP servers of the settings; returns what went wrong, per server."""

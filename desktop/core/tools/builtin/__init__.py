@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from desktop.core.tools.builtin.calculator import CALCULATOR
-from desktop.core.tools.builtin.charts import CREATE_CHART
+from desktop.core.tools.builtin.charts import chart_tool
 from desktop.core.tools.builtin.clock import CURRENT_TIME
 from desktop.core.tools.builtin.workspace import Workspace, workspace_tools
 from desktop.core.tools.toolbox import Tool
 
 
-def builtin_tools(workspace: Path | None = None) -> list[Tool]:
-    """All built-in tools; the file tools only with a workspace folder to confine them to."""
-    tools = [CALCULATOR, CURRENT_TIME, CREATE_CHART]
+def builtin_tools(workspace: Path | None = None, dark: bool = False) -> list[Tool]:
+    """All built-in tools; the file tools only with a workspace folder to confine them to;
+    charts drawn for a `dark` window or a light one."""
+    tools = [CALCULATOR, CURRENT_TIME, chart_tool(dark)]
     if workspace is not None:
         tools += workspace_tools(Workspace(workspace))
     return tools

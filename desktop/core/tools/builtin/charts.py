@@ -8,6 +8,8 @@ which the tool's timeout or a stop kills: a thread would go on drawing.
 from __future__ import annotations
 
 import io
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from desktop.core.messages import Image
@@ -18,10 +20,32 @@ from desktop.core.tools.toolbox import Tool, ToolOutput
 MAX_POINTS = 500
 
 
-def render_chart(arguments: dict[str, Any]) -> bytes:
+# The chart's colours on a dark window (the app's dark theme's surface and text); the
+# light one is matplotlib's own.
+DARK_STYLE = {
+    "figure.facecolor": "#1e2026", "axes.facecolor": "#1e2026", "savefig.facecolor": "#1e2026",
+    "text.color": "#e6e8ec", "axes.labelcolor": "#e6e8ec", "axes.edgecolor": "#a0a7b3",
+    "xtick.color": "#a0a7b3", "ytick.color": "#a0a7b3", "grid.color": "#a0a7b3",
+    "legend.facecolor": "#2a2e37", "legend.edgecolor": "#363b46",
+}  # fmt: skip
+DARK_SERIES = ["#7aa2f7", "#ffa94d", "#69db7c", "#ff8787", "#c3a6ff", "#66d9e8", "#ffd43b"]
+
+
+def render_chart(arguments: dict[str, Any], dark: bool = False) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed, and never a GUI backend inside the app
+    from matplotlib import rc_context
+    from matplotlib.rcsetup import cycler
+
+    style: dict[str, Any] = (
+        {**DARK_STYLE, "axes.prop_cycle": cycler(color=DARK_SERIES)} if dark else {}
+    )
+    with rc_context(style):  # type: ignore[arg-type]  # its keys are a Literal of all rc names
+        return _draw(arguments)
+
+
+def _draw(arguments: dict[str, Any]) -> bytes:
     from matplotlib.figure import Figure
 
     kind = arguments["type"]
@@ -67,8 +91,8 @@ def render_chart(arguments: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-async def create_chart(arguments: dict[str, Any]) -> ToolOutput:
-    png = await run_isolated(render_chart, arguments)
+async def create_chart(arguments: dict[str, Any], dark: bool = False) -> ToolOutput:
+    png = await run_isolated(render_chart, arguments, dark)
     points = len(arguments["labels"]) * (1 + len(arguments.get("more_series", [])))
     return ToolOutput(
         f"Created a {arguments['type']} chart titled {arguments.get('title', '')!r} "
@@ -112,7 +136,7 @@ CREATE_CHART = Tool(
         "required": ["type", "title", "labels", "values"],
         "additionalProperties": False,
     },
-    handler=create_chart,
+    handler=create_chart,  # light; `chart_tool(dark=True)` for a dark window
     timeout_s=30,
     examples=(
         Example(
@@ -126,3 +150,10 @@ CREATE_CHART = Tool(
         ),
     ),
 )
+
+
+def chart_tool(dark: bool) -> Tool:
+    """`create_chart`, its charts drawn for a dark window or a light one."""
+    if not dark:
+        return CREATE_CHART
+    return replace(CREATE_CHART, handler=partial(create_chart, dark=True))
