@@ -14,6 +14,7 @@ LoomchatError
 ├── LibraryError        a model file cannot be deleted or imported
 ├── CatalogueError      the curated model catalogue cannot be read
 ├── PresetError         a preset file cannot be read, or a preset name is taken
+├── AttachmentError     a file cannot be attached: too large, binary, damaged
 └── ToolError           a tool failed; its message becomes the result the model reads
     ├── ImageError        an image that cannot be read or is too large
     ├── WorkspaceError    a path outside the workspace, or a file it cannot read

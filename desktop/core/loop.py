@@ -171,6 +171,15 @@ async def _turn(
         number += 1
 
 
+def _without_images(conversation: list[Message]) -> list[Message]:
+    """For a model that cannot see: the person's pictures stay in the chat (they were told
+    before sending), only their words go; an image would make such a server refuse."""
+    return [
+        replace(m, parts=[p for p in m.parts if not isinstance(p, Image)]) if m.images else m
+        for m in conversation
+    ]
+
+
 async def _ask(
     provider: Provider,
     conversation: list[Message],
@@ -179,8 +188,9 @@ async def _ask(
     step: int,
 ) -> AsyncGenerator[Event | Reply, None]:
     """The model's answer as turn events, then its `Reply`; or `TurnFailed`."""
+    sent = conversation if provider.capabilities.vision else _without_images(conversation)
     try:
-        async with aclosing(provider.stream(conversation, tools, options)) as stream:
+        async with aclosing(provider.stream(sent, tools, options)) as stream:
             async for chunk in stream:
                 match chunk:
                     case TextChunk():

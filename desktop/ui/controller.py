@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -152,6 +152,12 @@ class ChatController(QObject):
         tokens = sum(s.usage["completion_tokens"] for s in steps if s.usage)
         seconds = sum(s.duration_ms or 0 for s in steps) / 1000
         return tokens / seconds if tokens and seconds > 0 else None
+
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """A short job beside the turn (reading an attachment): stopped with the window."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # --- calibration --------------------------------------------------------------------
 

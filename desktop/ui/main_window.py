@@ -24,6 +24,12 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import __version__
+from desktop.core.attachments import (
+    ImageAttachment,
+    TextAttachment,
+    image_attachment,
+    read_attachment,
+)
 from desktop.core.calibration.card import Calibration
 from desktop.core.connection import Connection
 from desktop.core.errors import LoomchatError
@@ -121,6 +127,9 @@ class MainWindow(QMainWindow):
         self.composer_bar.send_requested.connect(self.send)
         self.composer_bar.stop_requested.connect(self.controller.stop)
         self.composer_bar.edit_cancelled.connect(self.cancel_edit)
+        self.composer_bar.attach_requested.connect(self.choose_attachments)
+        self.composer_bar.editor.files_dropped.connect(self.attach_files)
+        self.composer_bar.editor.image_pasted.connect(self.attach_image)
         self.composer = self.composer_bar.editor
         self.send_button, self.stop_button = (
             self.composer_bar.send_button,
@@ -464,11 +473,28 @@ class MainWindow(QMainWindow):
     # --- sending ----------------------------------------------------------------------
 
     def send(self) -> None:
-        if not self.composer.toPlainText().strip() or self.conversation_id is None:
+        attachments = self.composer_bar.attachments
+        if self.conversation_id is None:
+            return
+        if not self.composer.toPlainText().strip() and not attachments:
             return
         if not self._check_connected():
             return
-        text = self.composer_bar.take_text()
+        images = [a.image for a in attachments if isinstance(a, ImageAttachment)]
+        if images and not self.session.connection.capabilities.vision:
+            answer = QMessageBox.question(
+                self,
+                "This model cannot see images",
+                f"{self.session.connection.model or 'This model'} cannot see images: the "
+                f"{'image stays' if len(images) == 1 else f'{len(images)} images stay'} here "
+                "in the chat, and only your words go to the model.\n\nSend anyway?",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+        typed = self.composer_bar.take_text()
+        texts = [a.as_prompt() for a in attachments if isinstance(a, TextAttachment)]
+        text = "\n\n".join([*texts, typed] if typed else texts)
+        self.composer_bar.take_attachments()
         conversation = self.conversation_id
         if self.editing is not None:
             seq, self.editing = self.editing, None
@@ -479,13 +505,53 @@ class MainWindow(QMainWindow):
             else:
                 self._show(up_to=parent)
             self._turn_after, self._turn_finished = -1 if parent is None else parent, False
-            self.chat.add_user_message(text)
-            self.controller.edit(conversation, seq, text)
+            self.chat.add_user_message(text, images)
+            self.controller.edit(conversation, seq, text, images)
             return
         head = self.store.head(conversation)
         self._turn_after, self._turn_finished = -1 if head is None else head, False
-        self.chat.add_user_message(text)
-        self.controller.send(conversation, text)
+        self.chat.add_user_message(text, images)
+        self.controller.send(conversation, text, images)
+
+    # --- attachments ----------------------------------------------------------------------
+
+    def choose_attachments(self) -> None:
+        chosen, _ = QFileDialog.getOpenFileNames(
+            self, "Attach files", str(Path.home()),
+            "Images, text and PDF (*.png *.jpg *.jpeg *.gif *.webp *.bmp *.txt *.md *.csv "
+            "*.log *.json *.py *.pdf);;All files (*)",
+        )  # fmt: skip
+        self.attach_files([Path(p) for p in chosen])
+
+    def attach_files(self, paths: list[Path]) -> None:
+        for path in paths:
+            self.controller.in_background(self._attach(path))
+
+    def attach_image(self, data: bytes) -> None:
+        """An image pasted from the clipboard."""
+        try:
+            self.composer_bar.add_attachment(image_attachment("pasted image.png", data))
+        except LoomchatError as exc:
+            self.statusBar().showMessage(str(exc), 10000)
+
+    async def _attach(self, path: Path) -> None:
+        try:
+            attachment = await read_attachment(path, self.attachment_room())
+        except LoomchatError as exc:
+            self.chat.show_note(str(exc), "warning")
+            return
+        self.composer_bar.add_attachment(attachment)
+
+    def attachment_room(self) -> int:
+        """Tokens a text attachment may take: half the model's context, less what the
+        attachments waiting already take (the conversation and the answer need the rest)."""
+        context = self.session.connection.capabilities.context_size or (
+            self.session.settings.context_size
+        )
+        waiting = sum(
+            a.tokens for a in self.composer_bar.attachments if isinstance(a, TextAttachment)
+        )
+        return context // 2 - waiting
 
     def _check_connected(self) -> bool:
         if not self.session.connection.ok:

@@ -755,3 +755,13 @@ async def test_an_unexpected_error_ends_the_turn_with_a_message() -> None:
     assert isinstance(failed, TurnFailed)
     assert "OverflowError: cannot convert float infinity to integer" in failed.message
     assert [m.role for m in conversation] == ["user"]  # the half step was not kept
+
+
+@pytest.mark.parametrize("vision", [True, False])
+async def test_the_persons_images_go_only_to_a_model_that_sees(vision: bool) -> None:
+    provider = ScriptedProvider(["Nice."], capabilities=Capabilities(vision=vision))
+    conversation = [Message.user("What is this?", [Image(PNG, "image/png")])]
+    await complete_turn(provider, Toolbox([]), conversation)
+    (sent,) = provider.requests[0].messages
+    assert sent.text == "What is this?" and len(sent.images) == (1 if vision else 0)
+    assert conversation[0].images == [Image(PNG, "image/png")]  # still shown in the chat

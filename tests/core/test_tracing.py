@@ -7,6 +7,7 @@ from desktop.core.calibration.card import Calibration, TrackScore
 from desktop.core.events import ToolRejected, TurnFinished
 from desktop.core.loop import run_turn
 from desktop.core.messages import Image, Message
+from desktop.core.providers.base import Capabilities
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracing import TracingProvider
 from desktop.core.tracks.emulated import EmulatedTools
@@ -29,11 +30,14 @@ SEARCH = Tool(
 
 async def test_the_trace_holds_the_wire_request_raw_output_and_verdicts() -> None:
     raw_call = '{"name": "search", "arguments": {"q": "rust"}}'
-    inner = ScriptedProvider([
-        Step(chunks=["<think>hm</think>", raw_call], usage=(50, 9)),
-        Step(chunks=[raw_call]),
-        "Found 3.",
-    ])  # fmt: skip
+    inner = ScriptedProvider(
+        [
+            Step(chunks=["<think>hm</think>", raw_call], usage=(50, 9)),
+            Step(chunks=[raw_call]),
+            "Found 3.",
+        ],
+        capabilities=Capabilities(vision=True),
+    )  # fmt: skip  (sees the image)
     traced = TracingProvider(inner)
     trace = traced.start_turn("emulated")
     conversation = [Message.user("find rust", [Image.from_bytes(PNG)])]
