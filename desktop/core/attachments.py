@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.core.errors import LoomchatError
-from desktop.core.messages import Image
+from desktop.core.messages import CHARS_PER_TOKEN, Image
 from desktop.core.tools.images import ImageError, fit_image
 from desktop.core.tools.isolation import run_isolated
 
 READ_TIMEOUT_S = 30.0
 MAX_FILE_BYTES = 64 * 1024 * 1024  # read at all; the text kept is bounded by the context
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
-CHARS_PER_TOKEN = 4  # a rough measure: what fits is judged before the model counts
 
 
 class AttachmentError(LoomchatError):

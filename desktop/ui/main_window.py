@@ -46,7 +46,7 @@ from desktop.core.events import (
     TurnWarning,
     Usage,
 )
-from desktop.core.messages import Image, Message
+from desktop.core.messages import Image, Message, estimated_tokens
 from desktop.core.models.catalogue import CatalogueModel
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.chats import Branches
@@ -56,6 +56,7 @@ from desktop.ui.chat_header import ChatHeader, SystemPromptDialog
 from desktop.ui.chat_view import ChatView
 from desktop.ui.composer import ComposerBar
 from desktop.ui.connection_status import ConnectionStatus
+from desktop.ui.context_meter import ContextMeter
 from desktop.ui.controller import ApprovalRequest, ChatController
 from desktop.ui.conversation_list import ConversationList
 from desktop.ui.first_run import FirstRunPanel
@@ -165,6 +166,8 @@ class MainWindow(QMainWindow):
         self.status = ConnectionStatus(self.statusBar())
         self.backend_label, self.track_label = self.status.backend_label, self.status.track_label
         self.speed_label = self.status.speed_label
+        self.context_meter = ContextMeter()
+        self.statusBar().addPermanentWidget(self.context_meter)
         self.calibration_status = CalibrationStatus()
         self.calibration_status.cancel_requested.connect(self.controller.cancel_calibration)
         self.statusBar().addPermanentWidget(self.calibration_status)
@@ -221,8 +224,12 @@ class MainWindow(QMainWindow):
                 self.chat.append_thinking(event.text)
             case ToolCallParsed():
                 self.chat.add_tool_call(event)
-            case ToolStarted() | Usage():
-                return  # the card shows the call as running; speed is read from the trace
+            case Usage():
+                used = event.prompt_tokens + event.completion_tokens
+                self.context_meter.show_use(used, self.context_size)
+                return
+            case ToolStarted():
+                return  # the card shows the call as running
             case ToolResult():
                 self.chat.finish_tool(event)
                 if event.images:
@@ -280,6 +287,7 @@ class MainWindow(QMainWindow):
     def _on_connection(self, connection: Connection) -> None:
         self.status.show(connection, self.session.calibration)
         self.header.show_connection(connection)
+        self.show_context_use()
         if connection.ok:
             self.pages.setCurrentWidget(self.chat)
         elif connection.message != "Connecting…":
@@ -312,7 +320,28 @@ class MainWindow(QMainWindow):
         self.sidebar.mark_current(conversation_id)
         self._show()
         self._show_header()
+        self.show_context_use()
         self.inspector.set_traces(self.session.traces.get(conversation_id, []))
+
+    @property
+    def context_size(self) -> int:
+        connection = self.session.connection
+        return connection.capabilities.context_size or self.session.settings.context_size
+
+    def show_context_use(self, estimate: bool = False) -> None:
+        """The conversation's tokens: as the server counted them on its last turn here,
+        else (or after a branch changed: `estimate`) estimated from its text."""
+        if self.conversation_id is None:
+            return
+        traces = [] if estimate else self.session.traces.get(self.conversation_id) or []
+        steps = [s for s in (traces[-1].steps if traces else []) if s.usage]
+        if steps and steps[-1].usage:
+            usage = steps[-1].usage
+            used = usage["prompt_tokens"] + usage["completion_tokens"]
+            self.context_meter.show_use(used, self.context_size)
+        else:
+            history = self.session.conversation(self.conversation_id)
+            self.context_meter.show_use(estimated_tokens(history), self.context_size, True)
 
     def _show_header(self) -> None:
         if self.conversation_id is None:
@@ -437,6 +466,7 @@ class MainWindow(QMainWindow):
         self.controller.stop()
         self.session.show_branch(self.conversation_id, seq)
         self._show()
+        self.show_context_use(estimate=True)
 
     def delete_message(self, seq: int) -> None:
         if self.conversation_id is None:
@@ -449,6 +479,7 @@ class MainWindow(QMainWindow):
         self.controller.stop()
         self.session.delete_from(self.conversation_id, seq)
         self._show()
+        self.show_context_use(estimate=True)
         self.refresh_conversations(keep_selection=True)
 
     def rename_conversation(self) -> None:
@@ -494,6 +525,14 @@ class MainWindow(QMainWindow):
         typed = self.composer_bar.take_text()
         texts = [a.as_prompt() for a in attachments if isinstance(a, TextAttachment)]
         text = "\n\n".join([*texts, typed] if typed else texts)
+        adding = estimated_tokens([Message.user(text, images)])
+        if self.context_meter.used + adding > self.context_size:
+            self.chat.show_note(
+                f"This message may not fit in the model's context (about "
+                f"{self.context_meter.used + adding:,} of {self.context_size:,} tokens): the "
+                "oldest messages may be cut off or the answer fail. A new chat starts afresh.",
+                "warning",
+            )
         self.composer_bar.take_attachments()
         conversation = self.conversation_id
         if self.editing is not None:
