@@ -6,6 +6,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
 
 from desktop.core.calibration.card import Calibration
+from desktop.ui.accessible import describe
 
 
 class CalibrationStatus(QWidget):
@@ -26,7 +27,8 @@ class CalibrationStatus(QWidget):
         self.bar.setAccessibleName("Calibration progress")
         self.cancel = QToolButton()
         self.cancel.setText("Cancel")
-        self.cancel.setToolTip("Stop calibrating; it can be run again from Settings")
+        describe(self.cancel, "Stop calibrating; it can be run again from Settings",
+                 "Cancel the calibration")  # fmt: skip
         self.cancel.clicked.connect(self.cancel_requested)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from desktop.core.connection import Connection
 from desktop.core.storage.presets import PresetBook
+from desktop.ui.accessible import complete, describe
 
 NO_PRESET = "No preset"
 
@@ -94,7 +95,8 @@ class SystemPromptDialog(QDialog):
         )
         explain.setWordWrap(True)
         self.editor = QPlainTextEdit(text)
-        self.editor.setAccessibleName("System prompt")
+        describe(self.editor, "Sent to the model before this conversation, on every turn",
+                 "System prompt")  # fmt: skip
         self.editor.setPlaceholderText("e.g. You are a patient tutor. Answer in French.")
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
@@ -105,6 +107,7 @@ class SystemPromptDialog(QDialog):
         layout.addWidget(explain)
         layout.addWidget(self.editor, 1)
         layout.addWidget(buttons)
+        complete(self)
 
     def text(self) -> str:
         return self.editor.toPlainText().strip()

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.attachments import Attachment, ImageAttachment
+from desktop.ui.accessible import describe
 
 
 class Composer(QPlainTextEdit):
@@ -31,6 +32,8 @@ class Composer(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("composer")
+        describe(self, "Write your message; Enter sends it, Shift+Enter starts a new line; "
+                 "drop or paste files and images to attach them", "Message")  # fmt: skip
         self.setPlaceholderText("Ask anything…  (Enter sends, Shift+Enter for a new line)")
         self.setFixedHeight(84)
 
@@ -108,7 +111,7 @@ class ComposerBar(QWidget):
         self.editing_note.setObjectName("editingNote")
         self.cancel_edit = QToolButton()
         self.cancel_edit.setText("Cancel")
-        self.cancel_edit.setAccessibleName("Cancel editing")
+        describe(self.cancel_edit, "Stop editing: the message stays as it was", "Cancel editing")
         self.cancel_edit.clicked.connect(self._cancel_edit)
         self.editing_row = QWidget()
         editing = QHBoxLayout(self.editing_row)
@@ -131,9 +134,11 @@ class ComposerBar(QWidget):
         self.send_button = QPushButton("Send")
         self.send_button.setDefault(True)
         self.send_button.clicked.connect(self.send_requested)
+        describe(self.send_button, "Send the message (Enter)")
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the answer (Esc)")
         self.stop_button.clicked.connect(self.stop_requested)
+        describe(self.stop_button, "Stop the answer (Esc)")
         self.stop_button.hide()
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.storage.chats import ChatStore
+from desktop.ui.accessible import describe
 
 
 class ConversationList(QWidget):
@@ -37,10 +38,15 @@ class ConversationList(QWidget):
         self.setObjectName("sidebar")
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search conversations")
+        describe(self.search, "Find conversations by title or by what was said (Ctrl+F)",
+                 "Search conversations")  # fmt: skip
         self.search.textChanged.connect(lambda _text: self.refresh())
         self.new_button = QPushButton("New chat")
+        describe(self.new_button, "Start a new conversation (Ctrl+N)")
         self.new_button.clicked.connect(self.new_requested)
         self.list = QListWidget()
+        describe(self.list, "Your conversations, newest first; Enter opens one, F2 renames it",
+                 "Conversations")  # fmt: skip
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.currentItemChanged.connect(self._on_item_chosen)

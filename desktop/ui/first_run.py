@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from desktop.ui.accessible import describe
+
 
 class FirstRunPanel(QWidget):
     """Shown instead of the chat while no model server answers."""
@@ -58,8 +60,17 @@ class FirstRunPanel(QWidget):
         ]
         if not offer_bundled_model:
             choices = [c for c in choices if c[1] is not self.use_builtin]
+        explained = {
+            self.download_recommended: "Download the model recommended for this computer "
+            "from Hugging Face, then chat with it",
+            self.use_builtin: "Run the small model that came with Loomchat",
+            self.choose_model_file: "Run a GGUF model file from this computer",
+            self.retry: "Look for a model server again",
+            self.open_settings: "Choose a server by hand: LM Studio, KoboldCPP, llama.cpp",
+        }
         for text, signal in choices:
             button = QPushButton(text)
+            describe(button, explained[signal])
             button.clicked.connect(signal.emit)
             buttons.addWidget(button)
         buttons.addStretch()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.messages import Image
+from desktop.ui.accessible import describe
 
 
 class ImageDialog(QDialog):
@@ -32,6 +33,7 @@ class ImageDialog(QDialog):
         scroll.setWidget(label)
         save = QPushButton("Save…")
         save.clicked.connect(self._save)
+        describe(save, "Save the image as a file")
         layout = QVBoxLayout(self)
         layout.addWidget(scroll)
         layout.addWidget(save, alignment=Qt.AlignmentFlag.AlignRight)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from desktop.core.events import RejectionStage
 from desktop.core.tracing import TurnTrace
 from desktop.core.tracks.constrained import call_odds
+from desktop.ui.accessible import describe
 
 VERDICTS: dict[RejectionStage, str] = {
     "parse": "could not be parsed",
@@ -122,18 +123,23 @@ class InspectorPanel(QWidget):
         top = QHBoxLayout()
         self.turn_picker = QComboBox()
         self.turn_picker.currentIndexChanged.connect(self._show_turn)
+        describe(self.turn_picker, "Which turn of the conversation to inspect", "Turn")
         top.addWidget(self.turn_picker, 1)
         self.export_button = QPushButton("Export JSON…")
         self.export_button.clicked.connect(self._export)
+        describe(self.export_button, "Save the turns' requests, outputs and verdicts as JSON")
         top.addWidget(self.export_button)
         layout.addLayout(top)
         splitter = QSplitter(Qt.Orientation.Vertical)
         self.tree = QTreeWidget()
         self.tree.setHeaderHidden(True)
         self.tree.currentItemChanged.connect(self._show_item)
+        describe(self.tree, "Each step of the turn: the request, the raw output, the parsed "
+                 "call, its verdict and result", "Steps of the turn")  # fmt: skip
         splitter.addWidget(self.tree)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
+        describe(self.detail, "The chosen step's content, as sent or received", "Detail")
         self.detail.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         splitter.addWidget(self.detail)
         splitter.setSizes([300, 300])

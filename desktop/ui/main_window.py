@@ -9,16 +9,24 @@ from pathlib import Path
 from typing import assert_never
 
 from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QCloseEvent, QDesktopServices
+from PySide6.QtGui import (
+    QAccessible,
+    QAccessibleAnnouncementEvent,
+    QCloseEvent,
+    QDesktopServices,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
+    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
     QMainWindow,
     QMessageBox,
     QSplitter,
     QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +59,7 @@ from desktop.core.models.catalogue import CatalogueModel
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.chats import Branches
 from desktop.core.storage.settings import Settings
+from desktop.ui.accessible import complete, describe
 from desktop.ui.calibration_status import CalibrationStatus
 from desktop.ui.chat_header import ChatHeader, SystemPromptDialog
 from desktop.ui.chat_view import ChatView
@@ -62,7 +71,7 @@ from desktop.ui.conversation_list import ConversationList
 from desktop.ui.first_run import FirstRunPanel
 from desktop.ui.image_dialog import ImageDialog
 from desktop.ui.inspector import InspectorPanel
-from desktop.ui.menus import build_menus
+from desktop.ui.menus import build_menus, shortcut_list
 from desktop.ui.models_dialog import ModelsDialog, offer_text, recommended_model, show_models
 from desktop.ui.presets_dialog import PresetsDialog
 from desktop.ui.resources import resource
@@ -192,6 +201,37 @@ class MainWindow(QMainWindow):
         self.logs_folder.mkdir(parents=True, exist_ok=True)
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.logs_folder)))
 
+    def shortcut_list(self) -> list[tuple[str, str]]:
+        return shortcut_list(self)
+
+    def show_shortcuts(self) -> None:
+        """Help → Keyboard shortcuts: every key the app answers to, in one table."""
+        shortcuts = self.shortcut_list()
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Keyboard shortcuts")
+        table = QTableWidget(len(shortcuts), 2, dialog)
+        table.setHorizontalHeaderLabels(["What", "Keys"])
+        table.verticalHeader().hide()
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        for row, (what, keys) in enumerate(shortcuts):
+            table.setItem(row, 0, QTableWidgetItem(what))
+            table.setItem(row, 1, QTableWidgetItem(keys))
+        table.resizeColumnsToContents()
+        describe(table, "Every keyboard shortcut of the app", "Keyboard shortcuts")
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
+        close.rejected.connect(dialog.reject)
+        layout = QVBoxLayout(dialog)
+        layout.addWidget(table)
+        layout.addWidget(close)
+        complete(dialog)
+        dialog.resize(520, 520)
+        dialog.exec()
+
+    def announce(self, text: str) -> None:
+        """Say `text` to a screen reader (a finished answer, a tool's outcome)."""
+        event = QAccessibleAnnouncementEvent(self.chat, text)
+        QAccessible.updateAccessibility(event)
+
     def about(self) -> None:
         QMessageBox.about(
             self,
@@ -232,20 +272,25 @@ class MainWindow(QMainWindow):
                 return  # the card shows the call as running
             case ToolResult():
                 self.chat.finish_tool(event)
+                outcome = f"failed: {event.error}" if event.error else "done"
+                self.announce(f"{event.name} {outcome}")
                 if event.images:
                     self.chat.mark_tool_images(self.session.connection.capabilities.vision)
             case ToolRejected():
                 self.chat.reject_tool(event)
+                self.announce(f"{event.name} not run: {event.reason}")
             case TurnWarning():
                 self.chat.show_note(event.message, "warning")
                 return
             case TurnFinished():
                 self._turn_finished = True
                 self.chat.finish_answer(event.text)
+                self.announce(f"Answer: {event.text[:500]}")
                 self.refresh_conversations(keep_selection=True)
                 self._show_header()  # the first message names the conversation
             case TurnFailed():
                 self.chat.show_note(event.message, "error")
+                self.announce(f"The answer failed: {event.message}")
             case _:
                 assert_never(event)
         if not isinstance(event, (TextDelta, ThinkingDelta)):

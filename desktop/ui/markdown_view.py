@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.ui.accessible import describe
+
 # A fence opens with ``` (and a language), closes with ``` on its own line; an unclosed
 # fence (still streaming) runs to the end.
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)(?:^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
@@ -94,6 +96,7 @@ class CodeBlock(QFrame):
         self.copy_button.setFlat(True)
         self.copy_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.copy_button.clicked.connect(self._copy)
+        describe(self.copy_button, "Copy this code", f"Copy the {language or 'code'} block")
         header.addWidget(self.copy_button)
         layout.addLayout(header)
         self.code = QLabel()

@@ -41,6 +41,7 @@ from desktop.core.models.catalogue import (
 from desktop.core.models.download import Progress, download_choice, size_text
 from desktop.core.models.hub import GgufChoice, Hub, HubError
 from desktop.core.models.library import delete_model, import_model, local_models
+from desktop.ui.accessible import complete, describe
 from desktop.ui.ollama_page import OllamaPage
 
 _MB = 1024 * 1024
@@ -72,7 +73,10 @@ class DownloadRow(QWidget):
         self.bar.setAccessibleName(f"Download of {title}")
         self.detail = QLabel("Waiting…")
         self.cancel = QPushButton("Cancel")
+        describe(self.cancel, "Stop the download; what has arrived is kept for next time",
+                 f"Cancel the download of {title}")  # fmt: skip
         self.use = QPushButton("Use this model")
+        describe(self.use, "Run this model in the built-in runtime now")
         self.use.hide()
         self.path: Path | None = None
         self.use.clicked.connect(lambda: self.use_requested.emit(self.path))
@@ -156,6 +160,7 @@ class ModelsDialog(QDialog):
         layout.addWidget(tabs, 1)
         layout.addWidget(self.message)
         layout.addLayout(self.downloads)
+        complete(self)
         self._spawn(self.refresh_local())
 
     # --- the tabs -------------------------------------------------------------------------
@@ -168,7 +173,8 @@ class ModelsDialog(QDialog):
         )
         self.catalogue_table.verticalHeader().hide()
         self.catalogue_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.catalogue_table.setAccessibleName("Recommended models")
+        describe(self.catalogue_table, "Models chosen for calling tools at small sizes, and "
+                 "whether each fits this computer", "Recommended models")  # fmt: skip
         for row, model in enumerate(self.catalogue):
             fits = fit(model, self.machine)
             name = model.name + (" (recommended)" if model == self.recommended else "")
@@ -182,6 +188,8 @@ class ModelsDialog(QDialog):
         if self.recommended is not None:
             self.catalogue_table.selectRow(self.catalogue.index(self.recommended))
         download = QPushButton("Download")
+        describe(download, "Download the chosen recommended model",
+                 "Download the recommended model")  # fmt: skip
         download.clicked.connect(self._download_selected_catalogue)
         layout = QVBoxLayout(page)
         layout.addWidget(self.catalogue_table)
@@ -192,17 +200,22 @@ class ModelsDialog(QDialog):
         page = QWidget()
         self.query = QLineEdit()
         self.query.setPlaceholderText("Search GGUF models on Hugging Face (e.g. qwen 3b)")
+        describe(self.query, "Words to search for on Hugging Face; Enter searches",
+                 "Search Hugging Face")  # fmt: skip
         self.query.returnPressed.connect(lambda: self._spawn(self.search(self.query.text())))
         self.results = QListWidget()
-        self.results.setAccessibleName("Search results")
+        describe(self.results, "Repos found, with downloads and likes; choose one to see "
+                 "its files", "Search results")  # fmt: skip
         self.results.currentItemChanged.connect(self._on_repo_chosen)
         self.files = QListWidget()
-        self.files.setAccessibleName("GGUF files of the chosen repo")
+        describe(self.files, "The chosen repo's model files with quantisation and size",
+                 "GGUF files of the chosen repo")  # fmt: skip
         self.card = QLabel()
         self.card.setWordWrap(True)
         self.card.setTextFormat(Qt.TextFormat.PlainText)  # the card is the Hub's text
         self.card.setAccessibleName("About the chosen model")
         download = QPushButton("Download")
+        describe(download, "Download the chosen file", "Download the chosen file")
         download.clicked.connect(self._download_selected_file)
         lists = QHBoxLayout()
         lists.addWidget(self.results, 1)
@@ -218,17 +231,19 @@ class ModelsDialog(QDialog):
         page = QWidget()
         self.local_table = QTableWidget(0, 4)
         self.local_table.setHorizontalHeaderLabels(["File", "Size", "Quantisation", "Context"])
-        self.local_table.setAccessibleName("Models on this computer")
+        describe(self.local_table, "The model files Loomchat keeps, with size, quantisation "
+                 "and context", "Models on this computer")  # fmt: skip
         self.local_table.verticalHeader().hide()
         self.local_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         buttons = QHBoxLayout()
-        for text, slot in (
-            ("Use", self._use_selected_local),
-            ("Delete…", self._delete_selected_local),
-            ("Show in folder", self._show_folder),
-            ("Import a file…", self._import),
+        for text, slot, description in (
+            ("Use", self._use_selected_local, "Run the chosen model now"),
+            ("Delete…", self._delete_selected_local, "Delete the chosen model (after asking)"),
+            ("Show in folder", self._show_folder, "Open the models folder"),
+            ("Import a file…", self._import, "Copy a GGUF file into the models folder"),
         ):
             button = QPushButton(text)
+            describe(button, description)
             button.clicked.connect(slot)
             buttons.addWidget(button)
         layout = QVBoxLayout(page)

@@ -25,6 +25,7 @@ from desktop.core.errors import LoomchatError
 from desktop.core.models.download import size_text
 from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.providers.ollama_models import PullProgress, delete, installed, pull
+from desktop.ui.accessible import describe
 
 
 class OllamaPage(QWidget):
@@ -44,14 +45,17 @@ class OllamaPage(QWidget):
         self.table.setHorizontalHeaderLabels(
             ["Model", "Size", "Family", "Parameters", "Quantisation"]
         )
-        self.table.setAccessibleName("Ollama's models")
+        describe(self.table, "The models Ollama has, with size, family, parameters and "
+                 "quantisation", "Ollama's models")  # fmt: skip
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.use_button = QPushButton("Use")
         self.use_button.clicked.connect(self._use_selected)
+        describe(self.use_button, "Talk to the chosen model", "Use the chosen Ollama model")
         self.delete_button = QPushButton("Delete…")
         self.delete_button.clicked.connect(self._delete_selected)
+        describe(self.delete_button, "Delete the chosen model from Ollama (after asking)")
         actions = QHBoxLayout()
         actions.addStretch()
         actions.addWidget(self.use_button)
@@ -59,13 +63,17 @@ class OllamaPage(QWidget):
 
         self.name = QLineEdit()
         self.name.setPlaceholderText("A model to pull from ollama.com (e.g. qwen3:4b)")
-        self.name.setAccessibleName("Ollama model to pull")
+        describe(self.name, "The name of a model on ollama.com; Enter pulls it",
+                 "Ollama model to pull")  # fmt: skip
         self.name.returnPressed.connect(self.start_pull)
         self.pull_button = QPushButton("Pull")
         self.pull_button.clicked.connect(self.start_pull)
+        describe(self.pull_button, "Download the named model into Ollama")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.hide()
         self.cancel_button.clicked.connect(self.cancel_pull)
+        describe(self.cancel_button, "Stop pulling; Ollama keeps the layers it has",
+                 "Cancel the pull")  # fmt: skip
         self.bar = QProgressBar()
         self.bar.setAccessibleName("Pull progress")
         self.bar.hide()

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from desktop.core.errors import LoomchatError
 from desktop.core.storage.presets import TRACKS, Preset, PresetBook
+from desktop.ui.accessible import complete, describe
 
 TRACK_NAMES = {"": "The connection's", "emulated": "Emulated", "native": "Native", "auto": "Auto"}
 
@@ -40,21 +41,25 @@ class PresetsDialog(QDialog):
         self.shown: str | None = None  # the preset in the form
 
         self.names = QListWidget()
-        self.names.setAccessibleName("Presets")
+        describe(self.names, "Your presets; choose one to change it", "Presets")
         self.names.currentTextChanged.connect(self._show)
         self.name = QLineEdit()
-        self.name.setAccessibleName("Preset name")
+        describe(self.name, "The preset's name", "Preset name")
         self.system_prompt = QPlainTextEdit()
-        self.system_prompt.setAccessibleName("System prompt")
+        describe(self.system_prompt, "Sent before every conversation that uses this preset",
+                 "System prompt")  # fmt: skip
         self.own_temperature = QCheckBox("Own temperature")
+        describe(self.own_temperature, "Use this preset's temperature instead of the settings'")
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(0.0, 2.0)
         self.temperature.setSingleStep(0.1)
-        self.temperature.setAccessibleName("Temperature")
+        describe(self.temperature, "Higher is more varied, lower more focused", "Temperature")
         self.own_temperature.toggled.connect(self.temperature.setEnabled)
         self.tools = QCheckBox("Tools on")
+        describe(self.tools, "Whether the model may use tools in these conversations")
         self.track = QComboBox()
-        self.track.setAccessibleName("Tool calling track")
+        describe(self.track, "How tools are given to the model in these conversations",
+                 "Tool calling track")  # fmt: skip
         for track in TRACKS:
             self.track.addItem(TRACK_NAMES[track], track)
         self.default = QLabel()
@@ -70,14 +75,15 @@ class PresetsDialog(QDialog):
         form.addRow("", self.default)
 
         actions = QHBoxLayout()
-        for text, slot in (
-            ("New", self.new_preset),
-            ("Delete", self.delete_preset),
-            ("Make default", self.make_default),
-            ("Import…", self.import_preset),
-            ("Export…", self.export_preset),
+        for text, slot, description in (
+            ("New", self.new_preset, "Make a new preset"),
+            ("Delete", self.delete_preset, "Delete the chosen preset"),
+            ("Make default", self.make_default, "New conversations start with this preset"),
+            ("Import…", self.import_preset, "Add a preset from a JSON file"),
+            ("Export…", self.export_preset, "Save the chosen preset as a JSON file"),
         ):
             button = QPushButton(text)
+            describe(button, description, f"{text.rstrip('…')} preset")
             button.clicked.connect(slot)
             actions.addWidget(button)
         actions.addStretch()
@@ -97,6 +103,7 @@ class PresetsDialog(QDialog):
         layout.addLayout(actions)
         layout.addWidget(self.message)
         layout.addWidget(buttons)
+        complete(self)
         self._fill()
 
     def _fill(self, select: str | None = None) -> None:

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFormLayout, QLabel, QPushButton, QWidget
 
 from desktop.core.calibration.card import Calibration
+from desktop.ui.accessible import describe
 
 
 class ReliabilityTab(QWidget):
@@ -37,7 +38,7 @@ class ReliabilityTab(QWidget):
             form.addRow(label, shown)
         self.calibrate_button = QPushButton("Calibrating…" if calibrating else "Calibrate now")
         self.calibrate_button.setEnabled(not calibrating)
-        self.calibrate_button.setToolTip("Measure again, in the background")
+        describe(self.calibrate_button, "Measure again, in the background")
         self.calibrate_button.clicked.connect(self._calibrate)
         form.addRow("", self.calibrate_button)
 

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.runtime import LlamaServer
+from desktop.ui.accessible import describe
 
 
 class RuntimeTab(QWidget):
@@ -33,6 +34,8 @@ class RuntimeTab(QWidget):
         self.runtime_model.setPlaceholderText("empty: the bundled Qwen2.5-Coder 0.5B")
         browse = QPushButton("Choose…")
         browse.clicked.connect(self._choose_model)
+        describe(browse, "Choose a GGUF model file", "Choose a model file")
+        describe(self.runtime_model, "The GGUF file the built-in runtime runs", "Model file")
         row = QHBoxLayout()
         row.addWidget(self.runtime_model, 1)
         row.addWidget(browse)
@@ -49,6 +52,7 @@ class RuntimeTab(QWidget):
         self.start_runtime.clicked.connect(self.use_requested)
         self.stop_runtime = QPushButton("Stop it")
         self.stop_runtime.clicked.connect(self._stop)
+        describe(self.stop_runtime, "Stop the built-in model's server")
         buttons = QHBoxLayout()
         buttons.addWidget(self.runtime_status, 1)
         buttons.addWidget(self.start_runtime)

@@ -36,6 +36,7 @@ from desktop.core.runtime import LlamaServer
 from desktop.core.storage.keychain import SecretStore, keychain_available
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
+from desktop.ui.accessible import complete, describe
 from desktop.ui.reliability_tab import ReliabilityTab
 from desktop.ui.runtime_tab import RuntimeTab
 
@@ -101,6 +102,7 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
         layout.addWidget(buttons)
+        complete(self)
 
     # --- tabs -------------------------------------------------------------------------
 
@@ -115,17 +117,21 @@ class SettingsDialog(QDialog):
         detect = QPushButton("Detect")
         detect.setToolTip("Look for Ollama, LM Studio, KoboldCPP and llama.cpp on this machine")
         detect.clicked.connect(lambda: self._spawn(self._detect()))
+        describe(self.backend, "Which model server Loomchat talks to", "Backend")
         row = QHBoxLayout()
         row.addWidget(self.backend, 1)
         row.addWidget(detect)
         form.addRow("Backend", row)
         self.url = QLineEdit(settings.url)
         form.addRow("Address", self.url)
+        describe(self.url, "The server's address; empty for its usual one", "Address")
         self.model = QComboBox()
         self.model.setEditable(True)
         self.model.setCurrentText(settings.model)
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(lambda: self._spawn(self._list_models()))
+        describe(refresh, "Ask the server again which models it has")
+        describe(self.model, "The model to talk to, where the server has several", "Model")
         model_row = QHBoxLayout()
         model_row.addWidget(self.model, 1)
         model_row.addWidget(refresh)
@@ -135,11 +141,14 @@ class SettingsDialog(QDialog):
             self.track.addItem(label, value)
         self.track.setCurrentIndex(max(0, self.track.findData(settings.track)))
         form.addRow("Tool calling", self.track)
+        describe(self.track, "How the model is given tools: in the prompt, or natively",
+                 "Tool calling")  # fmt: skip
         self.context_size = QSpinBox()
         self.context_size.setRange(512, 1048576)
         self.context_size.setSingleStep(1024)
         self.context_size.setValue(settings.context_size)
         form.addRow("Context size (tokens)", self.context_size)
+        describe(self.context_size, "How many tokens of conversation the model is given")
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(-0.1, 2.0)
         self.temperature.setSingleStep(0.1)
@@ -148,10 +157,14 @@ class SettingsDialog(QDialog):
             settings.temperature if settings.temperature is not None else -0.1
         )
         form.addRow("Temperature", self.temperature)
+        describe(self.temperature, "Higher is more varied, lower more focused; lowest: the "
+                 "model's default")  # fmt: skip
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("optional: LM Studio token, KoboldCPP password")
         form.addRow("API key", self.api_key)
+        describe(self.api_key, "A key or password for the server, kept in the system keychain",
+                 "API key")  # fmt: skip
         available, why = keychain_available()
         self.keychain_note = QLabel(why)
         self.keychain_note.setWordWrap(True)
@@ -160,6 +173,7 @@ class SettingsDialog(QDialog):
             "Keep keys in a local file instead (plain text, readable only by you)"
         )
         self.secrets_in_file.setChecked(settings.secrets_in_file)
+        describe(self.secrets_in_file, "Where no system keychain is available")
         self.secrets_in_file.setVisible(not available or settings.secrets_in_file)
         form.addRow("", self.secrets_in_file)
         self.status = QLabel()
@@ -176,10 +190,12 @@ class SettingsDialog(QDialog):
         self.max_tool_calls.setRange(1, 100)
         self.max_tool_calls.setValue(settings.max_tool_calls)
         form.addRow("Tool calls per answer, at most", self.max_tool_calls)
+        describe(self.max_tool_calls, "After this many calls the model must answer in text")
         self.cooldown_enabled = QCheckBox(
             "Cooldowns on (a tool with a cooldown refuses calls for a while after one)"
         )
         self.cooldown_enabled.setChecked(settings.cooldown_enabled)
+        describe(self.cooldown_enabled, "Refuse repeated calls of a tool for a while")
         form.addRow(self.cooldown_enabled)
         layout.addLayout(form)
         self.workspace = QLineEdit(settings.workspace)
@@ -194,11 +210,14 @@ class SettingsDialog(QDialog):
             picker.addWidget(field, 1)
             browse = QPushButton("Choose…")
             browse.clicked.connect(pick)
+            describe(browse, f"Choose the {label.lower()}", f"Choose the {label.lower()}")
             picker.addWidget(browse)
             form.addRow(label, picker)
         self.tool_table = QTableWidget(len(self._tools), 4)
         self.tool_table.setHorizontalHeaderLabels(["Tool", "On", "Cooldown", "Runs without asking"])
         self.tool_table.verticalHeader().hide()
+        describe(self.tool_table, "Each tool: on or off, its cooldown, whether it runs "
+                 "without asking", "Tools")  # fmt: skip
         for row, tool in enumerate(self._tools):
             name = QTableWidgetItem(tool.name)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.messages import Image
+from desktop.ui.accessible import describe
 
 RESULT_PREVIEW_CHARS = 400
 SPINNER = "◐◓◑◒"
@@ -115,6 +116,7 @@ class ToolCard(QFrame):
         self.expand_button.setText("Show all")
         self.expand_button.setCheckable(True)
         self.expand_button.toggled.connect(self._show_result)
+        describe(self.expand_button, "Show the tool's whole result", f"Show all of {name}'s result")
         self.expand_button.hide()
         layout.addWidget(self.expand_button, alignment=Qt.AlignmentFlag.AlignLeft)
 
@@ -153,10 +155,15 @@ class ToolCard(QFrame):
         row.addWidget(QLabel(f"<b>Allow {self.name} to run with these arguments?</b>"))
         row.addStretch()
         always = f"Always allow {self.name}"
-        choices = (("Allow once", "once"), (always, "always"), ("Deny", "deny"))
-        for text, decision in choices:
+        choices = (
+            ("Allow once", "once", f"Run {self.name} this time"),
+            (always, "always", f"Run {self.name} now and from now on without asking"),
+            ("Deny", "deny", f"Do not run {self.name}; the model is told"),
+        )
+        for text, decision, description in choices:
             button = QPushButton(text)
             button.setObjectName(f"approve_{decision}")
+            describe(button, description)
             button.clicked.connect(lambda _=False, d=decision: self._answered(d, on_answer))
             row.addWidget(button)
         layout = self.layout()
