@@ -321,14 +321,46 @@ class ChatView(QScrollArea):
                 if message.role == "user":
                     first.set_seq(seq)
             return
-        for widget in live:
-            if not widget.objectName().endswith("Note"):
-                if isinstance(widget, ToolCard):
-                    self.cards.pop(widget.call_id, None)
-                self.column.removeWidget(widget)
-                widget.deleteLater()
+        drawn = [w for w in live if not w.objectName().endswith("Note")]
+        if self._adopt(drawn, stored, branches):
+            return  # the usual case: what was drawn is what was stored, kept as it is
+        for widget in drawn:
+            if isinstance(widget, ToolCard):
+                self.cards.pop(widget.call_id, None)
+            self.column.removeWidget(widget)
+            widget.deleteLater()
         for at, widget in enumerate(self._widgets_for(stored, branches), start):
             self.column.insertWidget(at, widget)
+
+    def _adopt(self, drawn: list[QWidget], stored: Stored, branches: dict[int, Branches]) -> bool:
+        """Give the drawn bubbles their seqs (and the version switchers their places) where
+        they match the stored messages one for one: drawing a long answer again would
+        stall the window at the end of every turn."""
+        plan: list[tuple[str, object, int]] = []  # (kind, what it shows, seq)
+        for seq, message in stored:
+            if message.role == "user" and "tool_images" in message.meta:
+                continue
+            if message.role in ("user", "assistant") and (message.text.strip() or message.images):
+                plan.append((message.role, message.text, seq))
+            plan.extend(("card", call.id, seq) for call in message.tool_calls)
+        shown = [
+            (w.role, w.body.text) if isinstance(w, MessageBubble)
+            else ("card", w.call_id) if isinstance(w, ToolCard) else ("other", None)
+            for w in drawn
+        ]  # fmt: skip
+        if shown != [(kind, what) for kind, what, _ in plan]:
+            return False
+        first_widget: dict[int, QWidget] = {}
+        for widget, (_kind, _what, seq) in zip(drawn, plan, strict=True):
+            first_widget.setdefault(seq, widget)
+            if isinstance(widget, MessageBubble) and widget.seq is None:
+                widget.set_seq(seq)
+        for seq, widget in first_widget.items():
+            if seq in branches:
+                switcher = BranchSwitcher(branches[seq])
+                switcher.chosen.connect(self.branch_chosen)
+                self.column.insertWidget(self.column.indexOf(widget), switcher)
+        return True
 
     def append_text(self, text: str) -> None:
         self._answer_text += text
