@@ -4,9 +4,9 @@ with the bundled model, and a prompt that makes the model draw a chart.
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python bench/screenshot.py [--out DIR]
 
 Saves `chat.png` (the window after the answer) and `inspector.png` (with the inspector open).
-With `--look`, the look in both themes: a conversation with a chart whose answer was
-regenerated (its "< 2/2 >" switcher), in the light theme (`light.png`) and the dark one
-(`dark.png`).
+With `--look`, the look in both themes: a conversation whose last answer was regenerated
+(its "< 2/2 >" switcher) in the light theme (`light.png`), an image attached in the composer
+(`attachment.png`), and a chart in the dark theme (`dark.png`).
 With `--data-folder`, starts the real app over a damaged and over a read-only data folder
 instead and saves the screen as the person sees it: `data-folder-damaged.png`,
 `data-folder-read-only.png`.
@@ -99,6 +99,10 @@ async def shoot(out: Path) -> None:
 
 
 async def shoot_look(out: Path) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    from desktop.core.tools.builtin.charts import render_chart
+
     out.mkdir(parents=True, exist_ok=True)
     async with real_app() as (window, controller, session):
         window.resize(1280, 820)
@@ -106,29 +110,43 @@ async def shoot_look(out: Path) -> None:
         window.set_theme("light")
         controller.reconnect()
         await wait_for(lambda: session.connection.ok, 60, "the connection")
-        for prompt in ("What is 1234 * 5678?", PROMPT):
-            window.composer.setPlainText(prompt)
-            window.send()
-            await wait_for(lambda: controller.busy, 10, "the turn to start")
-            await wait_for(lambda: not controller.busy, 300, "the answer")
-        first_answer = next(b for b in window.chat.bubbles() if b.role == "assistant")
-        assert first_answer.seq is not None
-        window.regenerate(first_answer.seq)  # a second version of the first answer
+        controller.calibrate_on_first_use = False  # it would slow the answers shown here
+        window.composer.setPlainText("What is 1234 * 5678?")
+        window.send()
+        await wait_for(lambda: controller.busy, 10, "the turn to start")
+        await wait_for(lambda: not controller.busy, 300, "the answer")
+        last = [b for b in window.chat.bubbles() if b.role == "assistant"][-1]
+        assert last.seq is not None
+        window.regenerate(last.seq)  # a second version of the answer: "< 2/2 >"
         await wait_for(lambda: controller.busy, 10, "the regeneration to start")
         await wait_for(lambda: not controller.busy, 300, "the regeneration")
-        window.show_branch(first_answer.seq)  # back to the first version: "1/2"
-        window.chat.verticalScrollBar().setValue(0)
         await asyncio.sleep(0.5)
         window.grab().save(str(out / "light.png"))
+        # An image attached: the chip in the composer, then the notice (this model cannot
+        # see images) and the message with its picture.
+        window.new_conversation()
+        picture = Path(tempfile.mkdtemp()) / "sales.png"
+        chart = {"type": "line", "title": "Sales", "labels": ["Q1", "Q2"], "values": [3, 5]}
+        picture.write_bytes(render_chart(chart))
+        window.attach_files([picture])
+        await wait_for(lambda: bool(window.composer_bar.attachments), 30, "the attachment")
+        window.composer.setPlainText("What does this chart show?")
+        await asyncio.sleep(0.3)
+        window.grab().save(str(out / "attachment.png"))
+        QMessageBox.question = lambda *_: QMessageBox.StandardButton.Yes  # type: ignore[method-assign]
+        window.send()
+        await wait_for(lambda: controller.busy, 10, "the turn to start")
+        await wait_for(lambda: not controller.busy, 300, "the answer")
         window.set_theme("dark")
-        window.composer.setPlainText(PROMPT.replace("sales", "costs"))
+        window.new_conversation()
+        window.composer.setPlainText(PROMPT)
         window.send()  # a chart drawn for the dark window
         await wait_for(lambda: controller.busy, 10, "the turn to start")
         await wait_for(lambda: not controller.busy, 300, "the answer")
         await asyncio.sleep(0.5)
         window.grab().save(str(out / "dark.png"))
         window.set_theme("system")
-        print(f"saved light.png and dark.png in {out}")
+        print(f"saved light.png, attachment.png and dark.png in {out}")
 
 
 async def shoot_calibration(out: Path) -> None:
@@ -276,7 +294,9 @@ def main() -> int:
         else shoot(args.out)
     )  # fmt: skip
     run_on_qt(QApplication(sys.argv[:1]), shots)
-    return 0
+    sys.stdout.flush()
+    # Qt objects finalised during interpreter shutdown may crash PySide6; all is saved.
+    os._exit(0)
 
 
 if __name__ == "__main__":

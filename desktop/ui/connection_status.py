@@ -33,6 +33,7 @@ class ConnectionStatus:
             self.track_label.setText("")
             return
         where = connection.message.removeprefix("Connected to ").split(". (")[0].rstrip(".")
+        where = where.split(" at http")[0]  # the address is in the tooltip: room for the rest
         model = f" · {Path(connection.model).name}" if connection.model else ""
         vision = " · sees images" if connection.capabilities.vision else ""
         self.backend_label.setText(f"● {where}{model}{vision}")
