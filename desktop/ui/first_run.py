@@ -71,6 +71,7 @@ class FirstRunPanel(QWidget):
         for text, signal in choices:
             button = QPushButton(text)
             describe(button, explained[signal])
+            button.setDefault(signal is choices[0][1])  # the first way on stands out
             button.clicked.connect(signal.emit)
             buttons.addWidget(button)
         buttons.addStretch()

@@ -333,11 +333,14 @@ class MainWindow(QMainWindow):
         self.status.show(connection, self.session.calibration)
         self.header.show_connection(connection)
         self.show_context_use()
+        self.context_meter.setVisible(connection.ok)
         if connection.ok:
             self.pages.setCurrentWidget(self.chat)
         elif connection.message != "Connecting…":
             self.first_run.reason.setText(connection.message)
             self.pages.setCurrentWidget(self.first_run)
+        # The chat's header belongs to the chat: not above the first-run screen.
+        self.header.setVisible(self.pages.currentWidget() is self.chat)
 
     def _refresh_inspector(self, *_args: object) -> None:
         """Rebuild the inspector's tree, only while it is shown (it is not free)."""

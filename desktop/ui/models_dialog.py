@@ -71,6 +71,7 @@ class DownloadRow(QWidget):
         self.title = QLabel(title)
         self.bar = QProgressBar()
         self.bar.setAccessibleName(f"Download of {title}")
+        self.bar.setTextVisible(False)  # the line below says how far, in bytes and time
         self.detail = QLabel("Waiting…")
         self.cancel = QPushButton("Cancel")
         describe(self.cancel, "Stop the download; what has arrived is kept for next time",

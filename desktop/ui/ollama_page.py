@@ -76,6 +76,7 @@ class OllamaPage(QWidget):
                  "Cancel the pull")  # fmt: skip
         self.bar = QProgressBar()
         self.bar.setAccessibleName("Pull progress")
+        self.bar.setTextVisible(False)  # the status line says how far
         self.bar.hide()
         self.status = QLabel()
         self.status.setWordWrap(True)
