@@ -4,6 +4,7 @@ right (toggle), the composer below, and the status bar."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import assert_never
@@ -56,6 +57,7 @@ from desktop.core.events import (
 )
 from desktop.core.messages import Image, Message, estimated_tokens
 from desktop.core.models.catalogue import CatalogueModel
+from desktop.core.models.library import mark_used
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.chats import Branches
 from desktop.core.storage.settings import Settings
@@ -334,6 +336,9 @@ class MainWindow(QMainWindow):
         self.header.show_connection(connection)
         self.show_context_use()
         self.context_meter.setVisible(connection.ok)
+        runtime = self.session.runtime
+        if connection.ok and runtime is not None and runtime.model.parent == self.models_dir:
+            mark_used(runtime.model, time.time())  # the manager's "last used"
         if connection.ok:
             self.pages.setCurrentWidget(self.chat)
         elif connection.message != "Connecting…":

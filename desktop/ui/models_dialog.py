@@ -5,6 +5,7 @@ the person searches or downloads."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -230,8 +231,10 @@ class ModelsDialog(QDialog):
 
     def _local_tab(self) -> QWidget:
         page = QWidget()
-        self.local_table = QTableWidget(0, 4)
-        self.local_table.setHorizontalHeaderLabels(["File", "Size", "Quantisation", "Context"])
+        self.local_table = QTableWidget(0, 6)
+        self.local_table.setHorizontalHeaderLabels(
+            ["File", "Size", "Quantisation", "Context", "Chat template", "Last used"]
+        )
         describe(self.local_table, "The model files Loomchat keeps, with size, quantisation "
                  "and context", "Models on this computer")  # fmt: skip
         self.local_table.verticalHeader().hide()
@@ -362,8 +365,17 @@ class ModelsDialog(QDialog):
         self.local_table.setRowCount(len(models))
         for row, model in enumerate(models):
             header = model.header
-            context = str(header.context_length or "?")
-            cells = [model.name, size_text(model.size), header.quant or "?", context]
+            context = f"{header.context_length:,}" if header.context_length else "?"
+            template = "yes" if header.has_chat_template else "none (a generic one is used)"
+            if header.problem:
+                template = f"unreadable: {header.problem}"
+            used = (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(model.last_used))
+                if model.last_used else "never"
+            )  # fmt: skip
+            vision = " (sees images)" if model.sees_images else ""
+            cells = [model.name + vision, size_text(model.size), header.quant or "?", context,
+                     template, used]  # fmt: skip
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)

@@ -139,3 +139,46 @@ def test_a_model_deleted_behind_the_apps_back_is_said_and_dropped(
     dialog._delete_selected_local()
     assert dialog.message.text() == f"There is no model named 'tiny.gguf' in {tmp_path}."
     qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 0, timeout=5000)
+
+
+def test_the_manager_shows_what_the_header_says_and_when_it_was_used(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    from desktop.core.models.library import mark_used
+    from tests.core.models.test_library import tiny_gguf
+
+    used = tiny_gguf(tmp_path / "used.gguf")
+    tiny_gguf(tmp_path / "fresh.gguf")
+    (tmp_path / "used.mmproj.gguf").write_bytes(b"GGUF")
+    mark_used(used, 1700000000.0)
+    dialog = ModelsDialog(tmp_path, [], hub=Hub("http://127.0.0.1:9"), machine=Machine(GB, GB))
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 2, timeout=20000)
+    table = dialog.local_table
+    rows = {
+        table.item(r, 0).text(): [table.item(r, c).text() for c in range(1, 6)]  # type: ignore[union-attr]
+        for r in range(2)
+    }
+    assert rows["used.gguf (sees images)"][1:4] == ["Q4_K_M", "4,096", "yes"]
+    assert rows["used.gguf (sees images)"][4].startswith("2023-11-1")
+    assert rows["fresh.gguf"][4] == "never"
+
+
+def test_a_model_the_runtime_runs_is_marked_used(
+    make_window: Any, qtbot: Any, tmp_path: Path
+) -> None:
+    from desktop.core.connection import Connection
+    from desktop.core.models.library import local_models
+    from desktop.core.runtime import LlamaServer
+    from tests.core.models.test_library import tiny_gguf
+
+    window, _ = make_window([])
+    window.models_dir.mkdir(parents=True, exist_ok=True)
+    model = tiny_gguf(window.models_dir / "tiny.gguf")
+    window.session.runtime = LlamaServer(model=model)  # as connect() leaves it, not started
+    window.controller.connection_changed.emit(Connection(True, "Connected.", "llamacpp"))
+    listed = asyncio.ensure_future(local_models(window.models_dir))
+    qtbot.waitUntil(listed.done, timeout=20000)
+    (found,) = listed.result()
+    assert found.last_used is not None
+    window.session.runtime = None

@@ -92,7 +92,8 @@ async def local_models(folder: Path) -> list[LocalModel]:
         key = f"{path.name}:{stat.st_size}:{int(stat.st_mtime)}"
         entry = index.get(key)
         if not isinstance(entry, dict) or not isinstance(entry.get("header"), dict):
-            entry = {"header": asdict(await read_header(path)), "last_used": None}
+            used = entry.get("last_used") if isinstance(entry, dict) else None
+            entry = {"header": asdict(await read_header(path)), "last_used": used}
             index[key] = entry
             changed = True
         header = ModelHeader(**{k: v for k, v in entry["header"].items() if k in _FIELDS})
@@ -112,12 +113,16 @@ async def read_header(path: Path, timeout_s: float = HEADER_TIMEOUT_S) -> ModelH
 
 
 def mark_used(path: Path, when: float) -> None:
-    """Remember when a model was last run (the manager sorts and shows it)."""
+    """Remember when a model was last run (the manager shows it)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return
     folder = path.parent
     index = _read_index(folder)
-    for key, entry in index.items():
-        if key.split(":", 1)[0] == path.name:
-            entry["last_used"] = when
+    key = f"{path.name}:{stat.st_size}:{int(stat.st_mtime)}"
+    entry = index.get(key)
+    index[key] = {**(entry if isinstance(entry, dict) else {}), "last_used": when}
     _write_index(folder, index)
 
 

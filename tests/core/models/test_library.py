@@ -87,3 +87,14 @@ async def test_a_split_model_with_its_projector_is_one_model_and_deleted_whole(
     assert models[first.name].sees_images and not models["other.gguf"].sees_images
     delete_model(tmp_path, first.name)
     assert sorted(p.name for p in tmp_path.glob("*.gguf*")) == ["other.gguf"]
+
+
+async def test_last_used_is_kept_for_a_model_never_listed_and_across_a_reread(
+    tmp_path: Path,
+) -> None:
+    tiny = tiny_gguf(tmp_path / "tiny.gguf")
+    mark_used(tiny, 1700000000.0)  # run before the manager ever listed it
+    (model,) = await local_models(tmp_path)
+    assert model.last_used == 1700000000.0 and model.header.quant == "Q4_K_M"
+    mark_used(tmp_path / "gone.gguf", 1.0)  # a file deleted meanwhile: nothing happens
+    assert [m.name for m in await local_models(tmp_path)] == ["tiny.gguf"]
