@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import queue
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -216,8 +218,10 @@ class _Failed:
 
 class _HashingWriter:
     """The part file as `http_get` writes it, hashed as the bytes go by (no second read of
-    a file of gigabytes). The library seeks and truncates only when a server ignores the
-    range it asked for; then the hash is taken again from the file at the end."""
+    a file of gigabytes). Writing and hashing happen in a thread of their own, while the
+    next chunk comes off the socket (both let go of the GIL; done in line, the disk and
+    the network took turns). The library seeks and truncates only when a server ignores
+    the range it asked for; then the hash is taken again from the file at the end."""
 
     def __init__(self, out: BinaryIO) -> None:
         self.out = out
@@ -228,23 +232,60 @@ class _HashingWriter:
         while start and (chunk := out.read(min(_HASH_CHUNK, start - out.tell()))):
             self.digest.update(chunk)  # what earlier runs wrote
         out.seek(start)
+        self._chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=3)
+        self._failed: OSError | None = None
+        self._worker = self._start()
+
+    def _start(self) -> threading.Thread:
+        worker = threading.Thread(target=self._drain, daemon=True)
+        worker.start()
+        return worker
+
+    def _drain(self) -> None:
+        while (chunk := self._chunks.get()) is not None:
+            if self._failed is not None:
+                continue  # the disk failed: what follows is dropped, the error is raised
+            try:
+                self.out.write(chunk)
+            except OSError as exc:
+                self._failed = exc
+            self.digest.update(chunk)
+
+    def _flush(self) -> None:
+        """Wait until every chunk is on disk (raising a disk error), ready for more."""
+        self._chunks.put(None)
+        self._worker.join()
+        if self._failed is not None:
+            raise self._failed
+        self._worker = self._start()
 
     def write(self, data: bytes) -> int:
-        self.digest.update(data)
-        return self.out.write(data)
+        if self._failed is not None:
+            raise self._failed
+        self._chunks.put(bytes(data))
+        return len(data)
 
     def tell(self) -> int:
+        self._flush()
         return self.out.tell()
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._flush()
         self.whole = False
         return self.out.seek(offset, whence)
 
     def truncate(self, size: int | None = None) -> int:
+        self._flush()
         self.whole = False
         return self.out.truncate(size)
 
+    def close(self) -> None:
+        """Stop the writer thread (on a failure too: no thread outlives the transfer)."""
+        self._chunks.put(None)
+        self._worker.join()
+
     def hexdigest(self, path: Path) -> str:
+        self._flush()
         if self.whole:
             return self.digest.hexdigest()
         digest = hashlib.sha256()
@@ -272,11 +313,15 @@ def _fetch(
         with path.open("r+b" if path.exists() else "wb") as out:
             have = out.seek(0, os.SEEK_END)
             writer = _HashingWriter(out)
-            if have < size:
-                http_get(
-                    url, cast(BinaryIO, writer), resume_size=have, headers=build_hf_headers(),
-                    expected_size=size,
-                )  # fmt: skip
+            try:
+                if have < size:
+                    http_get(
+                        url, cast(BinaryIO, writer), resume_size=have,
+                        headers=build_hf_headers(), expected_size=size,
+                    )  # fmt: skip
+                digest = writer.hexdigest(path)
+            finally:
+                writer.close()
     except EntryNotFoundError as exc:
         return _Failed("missing", str(exc).splitlines()[0][:200])
     except HfHubHTTPError as exc:
@@ -287,4 +332,4 @@ def _fetch(
         return _Failed(kind, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
     except Exception as exc:  # the library's network errors (httpx2 ...) come here
         return _Failed("offline", f"{type(exc).__name__}: {str(exc)[:200]}")
-    return writer.hexdigest(path)
+    return digest

@@ -3,6 +3,7 @@ resumed, a resume after a cancel (as after a quit), a wrong sha256, a 404, no sp
 
 import asyncio
 import hashlib
+import io
 import itertools
 import os
 from pathlib import Path
@@ -147,3 +148,31 @@ async def test_a_hostile_file_name_or_a_planted_link_writes_nowhere_else(tmp_pat
         path = await download_choice(REPO, choice, models, endpoint=hub.url)
     assert path.read_bytes() == CONTENT and target.read_bytes() == b"precious"
     assert not path.is_symlink()
+
+
+def test_the_writer_thread_hashes_what_it_writes_and_a_full_disk_is_raised(
+    tmp_path: Path,
+) -> None:
+    import errno
+
+    from desktop.core.models.download import _HashingWriter
+
+    path = tmp_path / "x.part"
+    with path.open("wb") as out:
+        writer = _HashingWriter(out)
+        for piece in (CONTENT[:1000], CONTENT[1000:]):
+            writer.write(piece)
+        digest = writer.hexdigest(path)
+        writer.close()
+    assert path.read_bytes() == CONTENT
+    assert digest == hashlib.sha256(CONTENT).hexdigest()
+
+    class FullDisk(io.BytesIO):
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    writer = _HashingWriter(FullDisk())
+    writer.write(b"a" * 100)
+    with pytest.raises(OSError, match="No space left"):
+        writer.hexdigest(path)
+    writer.close()
