@@ -367,13 +367,19 @@ class Session:
         images: Sequence[Image] = (),
         approver: Approver | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Send `text` in place of the message `seq`: a new branch beside it (kept)."""
+        """Send `text` in place of the message `seq`: a new branch beside it (kept). If
+        the new message never got stored (the server could not be reached), the old one is
+        shown again."""
         self._check_connected()
-        self.store.rewind(conversation_id, self.store.parent(conversation_id, seq))
+        shown, parent = self.store.head(conversation_id), self.store.parent(conversation_id, seq)
+        self.store.rewind(conversation_id, parent)
         self._conversations.pop(conversation_id, None)
-        async with aclosing(self.send(conversation_id, text, images, approver)) as events:
-            async for event in events:
-                yield event
+        try:
+            async with aclosing(self.send(conversation_id, text, images, approver)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._restore_if_nothing_came(conversation_id, parent, shown)
 
     async def regenerate(
         self, conversation_id: int, seq: int, approver: Approver | None = None
@@ -392,9 +398,14 @@ class Session:
                 async for event in events:
                     yield event
         finally:
-            if self.store.head(conversation_id) == question:
-                self.store.rewind(conversation_id, shown)
-                self._conversations.pop(conversation_id, None)
+            self._restore_if_nothing_came(conversation_id, question, shown)
+
+    def _restore_if_nothing_came(self, conversation_id: int, rewound: int | None,
+                                 shown: int | None) -> None:  # fmt: skip
+        """After an edit or a regeneration that stored nothing: the branch shown before."""
+        if self.store.head(conversation_id) == rewound:
+            self.store.rewind(conversation_id, shown)
+            self._conversations.pop(conversation_id, None)
 
     def _check_connected(self) -> None:
         if self._active is None or self._traced is None:

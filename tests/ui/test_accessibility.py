@@ -12,20 +12,14 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAccessible, QAccessibleEvent
 from PySide6.QtWidgets import (
-    QAbstractButton,
-    QAbstractItemView,
-    QAbstractSpinBox,
-    QComboBox,
     QHeaderView,
-    QLineEdit,
-    QPlainTextEdit,
-    QTextEdit,
     QWidget,
 )
 
 from desktop.core.models.catalogue import Machine, load_catalogue
 from desktop.core.models.hub import Hub
 from desktop.core.storage.presets import PresetBook
+from desktop.ui.accessible import INTERACTIVE
 from desktop.ui.chat_header import SystemPromptDialog
 from desktop.ui.models_dialog import ModelsDialog
 from desktop.ui.presets_dialog import PresetsDialog
@@ -34,9 +28,6 @@ from tests.support.fakes import Step
 from tests.ui.conftest import WindowFactory
 from tests.ui.test_branches import idle
 from tests.ui.test_main_window import CHART_CALL, type_and_send
-
-INTERACTIVE = (QAbstractButton, QLineEdit, QComboBox, QAbstractItemView, QPlainTextEdit,
-               QTextEdit, QAbstractSpinBox)  # fmt: skip
 
 
 def unnamed(root: QWidget) -> list[str]:
