@@ -128,7 +128,7 @@ async def shoot_look(out: Path) -> None:
         picture = Path(tempfile.mkdtemp()) / "sales.png"
         chart = {"type": "line", "title": "Sales", "labels": ["Q1", "Q2"], "values": [3, 5]}
         picture.write_bytes(render_chart(chart))
-        window.attach_files([picture])
+        window.attacher.attach_files([picture])
         await wait_for(lambda: bool(window.composer_bar.attachments), 30, "the attachment")
         window.composer.setPlainText("What does this chart show?")
         await asyncio.sleep(0.3)

@@ -19,26 +19,18 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
-    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
     QMainWindow,
     QMessageBox,
     QSplitter,
     QStackedWidget,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import __version__
-from desktop.core.attachments import (
-    ImageAttachment,
-    TextAttachment,
-    image_attachment,
-    read_attachment,
-)
+from desktop.core.attachments import ImageAttachment, TextAttachment
 from desktop.core.calibration.card import Calibration
 from desktop.core.connection import Connection
 from desktop.core.errors import LoomchatError
@@ -61,7 +53,7 @@ from desktop.core.models.library import mark_used
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.chats import Branches
 from desktop.core.storage.settings import Settings
-from desktop.ui.accessible import complete, describe
+from desktop.ui.attaching import Attacher
 from desktop.ui.calibration_status import CalibrationStatus
 from desktop.ui.chat_header import ChatHeader, SystemPromptDialog
 from desktop.ui.chat_view import ChatView
@@ -73,11 +65,12 @@ from desktop.ui.conversation_list import ConversationList
 from desktop.ui.first_run import FirstRunPanel
 from desktop.ui.image_dialog import ImageDialog
 from desktop.ui.inspector import InspectorPanel
-from desktop.ui.menus import build_menus, shortcut_list
+from desktop.ui.menus import build_menus
 from desktop.ui.models_dialog import ModelsDialog, offer_text, recommended_model, show_models
 from desktop.ui.presets_dialog import PresetsDialog
 from desktop.ui.resources import resource
 from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.shortcuts import ShortcutsDialog, shortcut_list
 from desktop.ui.theme import MAX_POINTS, MIN_POINTS, Appearance
 
 PAGE_SIZE = 40  # messages shown when a conversation opens; older ones load on scroll
@@ -139,9 +132,8 @@ class MainWindow(QMainWindow):
         self.composer_bar.send_requested.connect(self.send)
         self.composer_bar.stop_requested.connect(self.controller.stop)
         self.composer_bar.edit_cancelled.connect(self.cancel_edit)
-        self.composer_bar.attach_requested.connect(self.choose_attachments)
-        self.composer_bar.editor.files_dropped.connect(self.attach_files)
-        self.composer_bar.editor.image_pasted.connect(self.attach_image)
+        self.attacher = Attacher(self.composer_bar, self.controller, lambda: self.context_size)
+        self.attacher.refused.connect(lambda why: self.chat.show_note(why, "warning"))
         self.composer = self.composer_bar.editor
         self.send_button, self.stop_button = (
             self.composer_bar.send_button,
@@ -207,27 +199,7 @@ class MainWindow(QMainWindow):
         return shortcut_list(self)
 
     def show_shortcuts(self) -> None:
-        """Help → Keyboard shortcuts: every key the app answers to, in one table."""
-        shortcuts = self.shortcut_list()
-        dialog = QDialog(self)
-        dialog.setWindowTitle("Keyboard shortcuts")
-        table = QTableWidget(len(shortcuts), 2, dialog)
-        table.setHorizontalHeaderLabels(["What", "Keys"])
-        table.verticalHeader().hide()
-        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        for row, (what, keys) in enumerate(shortcuts):
-            table.setItem(row, 0, QTableWidgetItem(what))
-            table.setItem(row, 1, QTableWidgetItem(keys))
-        table.resizeColumnsToContents()
-        describe(table, "Every keyboard shortcut of the app", "Keyboard shortcuts")
-        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
-        close.rejected.connect(dialog.reject)
-        layout = QVBoxLayout(dialog)
-        layout.addWidget(table)
-        layout.addWidget(close)
-        complete(dialog)
-        dialog.resize(520, 520)
-        dialog.exec()
+        ShortcutsDialog(self.shortcut_list(), self).exec()
 
     def announce(self, text: str) -> None:
         """Say `text` to a screen reader (a finished answer, a tool's outcome)."""
@@ -604,46 +576,6 @@ class MainWindow(QMainWindow):
         self._turn_after, self._turn_finished = -1 if head is None else head, False
         self.chat.add_user_message(text, images)
         self.controller.send(conversation, text, images)
-
-    # --- attachments ----------------------------------------------------------------------
-
-    def choose_attachments(self) -> None:
-        chosen, _ = QFileDialog.getOpenFileNames(
-            self, "Attach files", str(Path.home()),
-            "Images, text and PDF (*.png *.jpg *.jpeg *.gif *.webp *.bmp *.txt *.md *.csv "
-            "*.log *.json *.py *.pdf);;All files (*)",
-        )  # fmt: skip
-        self.attach_files([Path(p) for p in chosen])
-
-    def attach_files(self, paths: list[Path]) -> None:
-        for path in paths:
-            self.controller.in_background(self._attach(path))
-
-    def attach_image(self, data: bytes) -> None:
-        """An image pasted from the clipboard."""
-        try:
-            self.composer_bar.add_attachment(image_attachment("pasted image.png", data))
-        except LoomchatError as exc:
-            self.statusBar().showMessage(str(exc), 10000)
-
-    async def _attach(self, path: Path) -> None:
-        try:
-            attachment = await read_attachment(path, self.attachment_room())
-        except LoomchatError as exc:
-            self.chat.show_note(str(exc), "warning")
-            return
-        self.composer_bar.add_attachment(attachment)
-
-    def attachment_room(self) -> int:
-        """Tokens a text attachment may take: half the model's context, less what the
-        attachments waiting already take (the conversation and the answer need the rest)."""
-        context = self.session.connection.capabilities.context_size or (
-            self.session.settings.context_size
-        )
-        waiting = sum(
-            a.tokens for a in self.composer_bar.attachments if isinstance(a, TextAttachment)
-        )
-        return context // 2 - waiting
 
     def _check_connected(self) -> bool:
         if not self.session.connection.ok:

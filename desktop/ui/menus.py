@@ -65,31 +65,3 @@ def build_menus(window: MainWindow) -> None:
     _action(help_menu, "Keyboard shortcuts", window.show_shortcuts, "F1")
     _action(help_menu, "Open the logs folder", window.open_logs)
     _action(help_menu, "About Loomchat", window.about)
-
-
-# Keys that act without a menu item, for the list in Help.
-KEYS = [
-    ("Send the message", "Enter"),
-    ("A new line in the message", "Shift+Enter"),
-    ("Rename the conversation", "F2"),
-    ("Move between controls", "Tab, Shift+Tab"),
-    ("Open a conversation, press a button", "Enter, Space"),
-]
-
-
-def shortcut_list(window: MainWindow) -> list[tuple[str, str]]:
-    """Every shortcut of the menus (what it does, its keys), then the keys in KEYS."""
-    found: list[tuple[str, str]] = []
-
-    def walk(menu: QMenu) -> None:
-        for item in menu.actions():
-            if isinstance(sub := item.menu(), QMenu):
-                walk(sub)
-            elif not item.shortcut().isEmpty():
-                keys = item.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-                found.append((item.text().replace("&", ""), keys))
-
-    for item in window.menuBar().actions():
-        if isinstance(menu := item.menu(), QMenu):
-            walk(menu)
-    return found + [k for k in KEYS if k[0] not in dict(found)]

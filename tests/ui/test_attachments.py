@@ -26,7 +26,7 @@ def chips(window: Any) -> list[AttachmentChip]:
 
 def attach(qtbot: Any, window: Any, *paths: Path) -> None:
     before = len(window.composer_bar.attachments)
-    window.attach_files(list(paths))
+    window.attacher.attach_files(list(paths))
     qtbot.waitUntil(
         lambda: len(window.composer_bar.attachments) == before + len(paths), timeout=10000
     )
@@ -118,7 +118,7 @@ def test_a_file_too_large_for_the_context_is_refused_in_words(
     window, _ = make_window([])
     big = tmp_path / "big.log"
     big.write_text("x" * 100_000)  # 25,000 tokens; the context is 8,192
-    window.attach_files([big])
+    window.attacher.attach_files([big])
     qtbot.waitUntil(
         lambda: any("big.log is about" in w.text() for w in notes(window)), timeout=10000
     )
