@@ -47,7 +47,7 @@ from desktop.core.events import (
     TurnWarning,
     Usage,
 )
-from desktop.core.messages import Image, Message, estimated_tokens
+from desktop.core.messages import CHARS_PER_TOKEN, Image, Message, estimated_tokens
 from desktop.core.models.catalogue import CatalogueModel
 from desktop.core.models.library import mark_used
 from desktop.core.runtime import bundled_model_available
@@ -365,8 +365,9 @@ class MainWindow(QMainWindow):
             used = usage["prompt_tokens"] + usage["completion_tokens"]
             self.context_meter.show_use(used, self.context_size)
         else:
-            history = self.session.conversation(self.conversation_id)
-            self.context_meter.show_use(estimated_tokens(history), self.context_size, True)
+            system, _ = self.store.system_prompt(self.conversation_id)
+            chars = self.store.shown_chars(self.conversation_id) + len(system)
+            self.context_meter.show_use(chars // CHARS_PER_TOKEN, self.context_size, True)
 
     def _show_header(self) -> None:
         if self.conversation_id is None:

@@ -260,6 +260,18 @@ class ChatStore:
             rows = self._db.execute(query, params).fetchall()
         return [(int(seq), Message.from_dict(json.loads(body))) for seq, body in rows]
 
+    def shown_chars(self, conversation_id: int) -> int:
+        """The characters of the shown branch's text, counted in the database (a context
+        estimate must not parse every message of a long conversation)."""
+        head = self.head(conversation_id)
+        with self._lock:
+            row = self._db.execute(
+                _PATH + "SELECT COALESCE(SUM(LENGTH(m.text)), 0) FROM messages m "
+                "JOIN path ON m.seq = path.seq WHERE m.conversation_id = :c",
+                {"c": conversation_id, "head": head},
+            ).fetchone()
+        return int(row[0])
+
     # --- branches -------------------------------------------------------------------------
 
     def head(self, conversation_id: int) -> int | None:

@@ -146,3 +146,13 @@ def test_the_system_prompt_is_the_conversations_own(store: ChatStore) -> None:
     assert store.system_prompt(other) == ("", "")
     with pytest.raises(KeyError):
         store.system_prompt(999)
+
+
+def test_the_shown_branchs_characters_are_counted_in_the_database(store: ChatStore) -> None:
+    c = store.create_conversation()
+    assert store.shown_chars(c) == 0
+    q = store.append(c, Message.user("12345"))
+    store.append(c, Message.assistant("1234567890"))
+    store.rewind(c, q)
+    store.append(c, Message.assistant("123"))
+    assert store.shown_chars(c) == 5 + 3
