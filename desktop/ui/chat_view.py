@@ -179,6 +179,16 @@ class MessageBubble(QFrame):
 Stored = list[tuple[int, Message]]  # (seq, message) of the shown branch, in order
 
 
+def _feeds_back_images(message: Message) -> bool:
+    """The user message that carries tool images to the model: marks cards, shows nothing."""
+    return message.role == "user" and "tool_images" in message.meta
+
+
+def _has_bubble(message: Message) -> bool:
+    """Whether a stored message is drawn as a bubble (its calls are cards of their own)."""
+    return message.role in ("user", "assistant") and bool(message.text.strip() or message.images)
+
+
 class ChatView(QScrollArea):
     """Signals: load_earlier_requested(), image_clicked(object); for a stored message (by
     seq): edit_requested(int, str), regenerate_requested(int), delete_requested(int),
@@ -257,7 +267,7 @@ class ChatView(QScrollArea):
         widgets: list[QWidget] = []
         cards: dict[str, ToolCard] = {}
         for seq, message in messages:
-            if message.role == "user" and "tool_images" in message.meta:
+            if _feeds_back_images(message):
                 for card in cards.values():
                     card.mark_images(bool(message.meta.get("sent_to_model")))
                 continue
@@ -265,7 +275,7 @@ class ChatView(QScrollArea):
                 switcher = BranchSwitcher(branches[seq])
                 switcher.chosen.connect(self.branch_chosen)
                 widgets.append(switcher)
-            if message.role in ("user", "assistant") and (message.text.strip() or message.images):
+            if _has_bubble(message):
                 widgets.append(self._bubble(message.role, message.text, message.images, seq))
             for call in message.tool_calls:
                 card = self._card(call.id, call.name, call.arguments)
@@ -338,9 +348,9 @@ class ChatView(QScrollArea):
         stall the window at the end of every turn."""
         plan: list[tuple[str, object, int]] = []  # (kind, what it shows, seq)
         for seq, message in stored:
-            if message.role == "user" and "tool_images" in message.meta:
+            if _feeds_back_images(message):
                 continue
-            if message.role in ("user", "assistant") and (message.text.strip() or message.images):
+            if _has_bubble(message):
                 plan.append((message.role, message.text, seq))
             plan.extend(("card", call.id, seq) for call in message.tool_calls)
         shown = [

@@ -40,7 +40,6 @@ class ContextMeter(QWidget):
         self.bar.setValue(min(used, size))
         about = "~" if estimated else ""
         self.label.setText(f"{about}{used:,} / {size:,} tokens")
-        self.setProperty("warning", self.warning)
         self.label.setObjectName("contextWarning" if self.warning else "")
         self.label.style().unpolish(self.label)
         self.label.style().polish(self.label)

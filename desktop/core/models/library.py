@@ -7,6 +7,7 @@ hostile file cannot hang the app)."""
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
 import shutil
@@ -74,13 +75,9 @@ def companions(model: Path) -> list[Path]:
     siblings = [projector_for(model)]
     if split_part(model.name) == 1:
         stem = model.name.rsplit("-00001-of-", 1)[0]
-        found = model.parent.glob(f"{glob_escape(stem)}-0*-of-*.gguf")
+        found = model.parent.glob(f"{glob.escape(stem)}-0*-of-*.gguf")
         siblings += sorted(p for p in found if split_part(p.name) not in (None, 1))
     return [p for p in siblings if p.is_file()]
-
-
-def glob_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 async def local_models(folder: Path) -> list[LocalModel]:
