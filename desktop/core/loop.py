@@ -292,7 +292,9 @@ def _committed(text: str, step: _Step, vision: bool) -> list[Message]:
     messages = [Message.assistant(text, step.calls)]
     messages.extend(step.results[c.id] for c in step.calls)
     if step.notes:
-        messages.append(Message.user("\n".join(step.notes)))
+        notes = Message.user("\n".join(step.notes))
+        notes.meta = {"step_notes": len(step.notes)}
+        messages.append(notes)
     if step.images and vision:
         messages.append(_images_message(step.images))
     return messages

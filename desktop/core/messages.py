@@ -182,6 +182,12 @@ class Message:
     def images(self) -> list[Image]:
         return [p for p in self.parts if isinstance(p, Image)]
 
+    @property
+    def from_the_loop(self) -> bool:
+        """A user-role message the tool loop wrote (a step's notes on calls it could not
+        run, or tool images for a model that sees), not the person's."""
+        return self.role == "user" and ("tool_images" in self.meta or "step_notes" in self.meta)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
         if self.tool_calls:

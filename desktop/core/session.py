@@ -337,7 +337,7 @@ class Session:
         for at, message in self.store.messages(conversation_id):
             if at > seq:
                 break
-            if message.role == "user" and "tool_images" not in message.meta:
+            if message.role == "user" and not message.from_the_loop:
                 question = at
         if question is None:
             raise ProviderError("There is no question before that message to answer again.")

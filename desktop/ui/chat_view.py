@@ -189,6 +189,14 @@ def _has_bubble(message: Message) -> bool:
     return message.role in ("user", "assistant") and bool(message.text.strip() or message.images)
 
 
+def _note_label(text: str, kind: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName(f"{kind}Note")
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
 class ChatView(QScrollArea):
     """Signals: load_earlier_requested(), image_clicked(object); for a stored message (by
     seq): edit_requested(int, str), regenerate_requested(int), delete_requested(int),
@@ -270,6 +278,9 @@ class ChatView(QScrollArea):
             if _feeds_back_images(message):
                 for card in cards.values():
                     card.mark_images(bool(message.meta.get("sent_to_model")))
+            if "step_notes" in message.meta:  # calls that could not be read: no card of theirs
+                widgets.append(_note_label(message.text, "note"))
+            if message.from_the_loop:
                 continue
             if seq in branches:
                 switcher = BranchSwitcher(branches[seq])
@@ -348,7 +359,7 @@ class ChatView(QScrollArea):
         stall the window at the end of every turn."""
         plan: list[tuple[str, object, int]] = []  # (kind, what it shows, seq)
         for seq, message in stored:
-            if _feeds_back_images(message):
+            if message.from_the_loop:
                 continue
             if _has_bubble(message):
                 plan.append((message.role, message.text, seq))
@@ -435,11 +446,7 @@ class ChatView(QScrollArea):
 
     def show_note(self, text: str, kind: str = "note") -> None:
         self._end_answer_segment()
-        label = QLabel(text)
-        label.setObjectName(f"{kind}Note")
-        label.setWordWrap(True)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._append(label)
+        self._append(_note_label(text, kind))
 
     # --- helpers ------------------------------------------------------------------------
 

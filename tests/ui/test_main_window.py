@@ -12,6 +12,7 @@ import keyring
 import pytest
 from PySide6.QtCore import Qt
 
+from desktop.core.events import BrokenCall
 from desktop.core.messages import ToolCall
 from desktop.core.storage.keychain import SERVICE
 from desktop.ui.chat_view import MessageBubble
@@ -243,6 +244,31 @@ def test_a_conversation_survives_a_restart(
     card = reopened.chat.cards["chart1"]
     assert card.state == "done" and len(card.findChildren(ImageThumb)) == 1
     assert card.images_note.text() == "The image went to the model with the result."
+
+
+def test_a_call_that_could_not_be_read_is_a_note_not_the_persons_message(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    """The loop tells the model why a call was not run in a user-role message; reopened,
+    the chat shows it as a note, and regenerating answers the person's question."""
+    folder = tmp_path / "kept"
+    broken = BrokenCall("create_chart", None, "Its arguments must be a JSON object, not null.")
+    window, _ = make_window([Step(broken_calls=[broken]), "Sorry, no chart."], folder=folder)
+    type_and_send(qtbot, window, "Chart my sales")
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=10000
+    )
+    window.close()
+    window.store.close()
+
+    reopened, _ = make_window([], folder=folder)
+    assert [b.body.text for b in reopened.chat.bubbles()] == ["Chart my sales", "Sorry, no chart."]
+    notes = [w.text() for w in reopened.chat.shown() if w.objectName() == "noteNote"]
+    assert notes == ["Your call to create_chart was not run: " + broken.reason]
+    conversation = reopened.session.store.conversations()[0].id
+    answer = answer_bubbles(reopened)[0].seq
+    assert answer is not None
+    assert reopened.session.question_of(conversation, answer) == reopened.chat.bubbles()[0].seq
 
 
 def test_closing_with_a_turn_running_leaves_no_pending_task(
