@@ -256,7 +256,9 @@ async def test_exact_repeat_is_rejected_and_forces_a_final_answer() -> None:
     assert len(search.calls) == 1
     rejected = next(e for e in events if isinstance(e, ToolRejected))
     assert "already made in this turn" in rejected.reason
-    assert rejected.reason in inner.requests[2].messages[-1].text  # the model sees why
+    last = inner.requests[2].messages[-1].text
+    # The last step reads the result, not the refusal: its words were copied into answers.
+    assert "found it" in last and rejected.reason not in last
     assert "You can use tools" not in inner.requests[2].messages[0].text
     assert events[-1] == TurnFinished(2, "The answer.")
 

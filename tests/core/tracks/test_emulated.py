@@ -67,12 +67,14 @@ async def test_adapter_turns_null_arguments_into_a_broken_call() -> None:
 
 def test_history_rewrites_calls_and_results_as_plain_messages() -> None:
     """Tool results and prior calls stay visible to the model (the reference drops them)."""
+    images = Message.user("[Images from the tool results: search]", [Image.from_bytes(PNG)])
+    images.meta = {"tool_images": 1, "sent_to_model": True}  # as the loop marks them
     history = [
         Message.system("You are terse."),
         Message.user("find rust notes"),
         Message.assistant("", [ToolCall("c1", "search", {"query": "rust"})]),
         Message.tool("c1", "search", "3 notes"),
-        Message.user("[Images from the tool results: search]", [Image.from_bytes(PNG)]),
+        images,
     ]
     out = emulated_history(history, [SEARCH])
     assert [m.role for m in out] == ["system", "user", "assistant", "user"]
@@ -124,3 +126,23 @@ def test_refused_calls_leave_the_history_once_tools_are_withdrawn() -> None:
     offered = emulated_history(history, [SEARCH])
     assert "Rejected: a repeat." in offered[-1].text
     assert len(offered) == 6
+
+
+def test_the_last_step_hears_only_refusals_its_answer_should_account_for() -> None:
+    """A refused repeat's reason was copied into answers; a declined call must be told."""
+
+    def refused(call_id: str, reason: str, stage: str) -> Message:
+        return Message.tool(call_id, "search", reason, rejected=True, meta={"stage": stage})
+
+    history = [
+        Message.user("weather?"),
+        Message.assistant("", [ToolCall("c1", "search", {"query": "w"})]),
+        Message.tool("c1", "search", "rain"),
+        Message.assistant("", [ToolCall(f"c{i}", "search", {"query": str(i)}) for i in (2, 3, 4)]),
+        refused("c2", "Rejected: this exact call was already made.", "repeat"),
+        refused("c3", "Rejected: search is on cooldown.", "cooldown"),
+        refused("c4", "The user declined this call to search.", "denied"),
+    ]
+    hint = emulated_history(history, [])[-1].text
+    assert "(The user declined this call to search.)" in hint
+    assert "already made" not in hint and "cooldown" not in hint

@@ -1,5 +1,6 @@
-from desktop.core.tracks.prompt import render_tool_prompt
-from tests.core.tracks.samples import CLOCK, SEARCH
+from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.tracks.prompt import emulated_history, in_words, render_tool_prompt
+from tests.core.tracks.samples import CLOCK, PNG, SEARCH
 
 # --- the prompt -----------------------------------------------------------------------
 
@@ -16,3 +17,73 @@ def test_prompt_shows_name_description_schema_required_and_examples() -> None:
     assert "- current_time: The time now" in prompt
     assert "required: none" in prompt
     assert 'call shape: {"name": "current_time", "arguments": {}}' in prompt
+
+
+# --- earlier turns ----------------------------------------------------------------------
+
+
+def _turn_with_a_call(question: str, call_id: str, answer: str) -> list[Message]:
+    notes = Message.user("Your call to search was not run: no such tool.")
+    notes.meta = {"step_notes": 1}
+    images = Message.user("[Images from the tool results: search]", [Image.from_bytes(PNG)])
+    images.meta = {"tool_images": 1, "sent_to_model": True}
+    return [
+        Message.user(question),
+        Message.assistant("Let me look.", [ToolCall(call_id, "search", {"query": question})]),
+        Message.tool(call_id, "search", f"results for {question}"),
+        notes,
+        images,
+        *([Message.assistant(answer)] if answer else []),
+    ]
+
+
+def test_earlier_turns_keep_their_words_and_drop_their_calls() -> None:
+    """A small model shown an earlier call writes it again for the next request."""
+    history = [
+        Message.system("Be brief."),
+        *_turn_with_a_call("rust", "c1", "Three notes on rust."),
+        *_turn_with_a_call("go", "c2", ""),  # stopped before it answered
+        *_turn_with_a_call("zig", "c3", "Two on zig."),
+        Message.user("And python?"),
+    ]
+    shown = in_words(history)
+    assert [(m.role, m.text) for m in shown] == [
+        ("system", "Be brief."),
+        ("user", "rust"),
+        ("assistant", "Let me look."),
+        ("assistant", "Three notes on rust."),
+        ("user", "go"),
+        ("assistant", "Let me look."),
+        ("user", "zig"),
+        ("assistant", "Let me look."),
+        ("assistant", "Two on zig."),
+        ("user", "And python?"),
+    ]
+    assert all(not m.tool_calls and not m.images for m in shown)
+    rendered = emulated_history(history, [SEARCH])
+    assert '"name": "search"' not in "".join(m.text for m in rendered[1:])
+
+
+def test_an_earlier_turn_with_no_words_says_what_it_called() -> None:
+    history = [
+        Message.user("rust"),
+        Message.assistant("", [ToolCall("c1", "search", {"query": "rust"})]),
+        Message.tool("c1", "search", "3 notes"),
+        Message.user("thanks"),
+    ]
+    assert [m.text for m in in_words(history)] == [
+        "rust",
+        '(I called search with {"query": "rust"}.)',
+        "thanks",
+    ]
+
+
+def test_the_current_turn_stays_whole() -> None:
+    """Its calls, results, notes and images are what the model works from."""
+    history = [
+        *_turn_with_a_call("rust", "c1", "Three notes on rust."),
+        *_turn_with_a_call("go", "c2", ""),
+    ]
+    shown = in_words(history)
+    assert shown[3:] == history[6:]
+    assert [m.text for m in shown[:3]] == ["rust", "Let me look.", "Three notes on rust."]
