@@ -11,6 +11,7 @@ from typing import Any
 import keyring
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from desktop.core.events import BrokenCall
 from desktop.core.messages import ToolCall
@@ -263,7 +264,8 @@ def test_a_call_that_could_not_be_read_is_a_note_not_the_persons_message(
 
     reopened, _ = make_window([], folder=folder)
     assert [b.body.text for b in reopened.chat.bubbles()] == ["Chart my sales", "Sorry, no chart."]
-    notes = [w.text() for w in reopened.chat.shown() if w.objectName() == "noteNote"]
+    shown = reopened.chat.shown()
+    notes = [w.text() for w in shown if isinstance(w, QLabel) and w.objectName() == "noteNote"]
     assert notes == ["Your call to create_chart was not run: " + broken.reason]
     conversation = reopened.session.store.conversations()[0].id
     answer = answer_bubbles(reopened)[0].seq
