@@ -461,9 +461,9 @@ async def main() -> None:
         if server:
             server.stop()
     text = table(results) + refusal_lines(results)
-    if "ungated" in results:
-        text += "\n\nThe call gate's bar, from the `ungated` run:\n\n"
-        text += gate_calibration(results["ungated"])
+    for name in [n for n in results if n.startswith("ungated")]:
+        text += f"\n\nThe call gate's bar, from the `{name}` run:\n\n"
+        text += gate_calibration(results[name])
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")

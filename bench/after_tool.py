@@ -42,6 +42,7 @@ NOTES = {
     "now": loop.NOT_SEEN,
     "none": "",
     "shown": "It is on the user's screen now; describe the data, not the picture.",
+    "aside": "(image shown to the user)",
 }
 
 
@@ -53,12 +54,14 @@ def ours(note: str, conversation: list[Message]) -> list[str]:
 
 
 def parrots(answer: str, words: list[str], span: int = 6) -> bool:
-    """Whether the answer repeats `span` words in a row from any of `words`."""
-    said = " ".join(_words(answer))
+    """Whether the answer repeats `span` words in a row from any of `words` (all of a
+    shorter one: a short note copied whole counts too)."""
+    said = f" {' '.join(_words(answer))} "
     for text in words:
         tokens = _words(text)
-        for start in range(len(tokens) - span + 1):
-            if " ".join(tokens[start : start + span]) in said:
+        length = min(span, len(tokens))
+        for start in range(len(tokens) - length + 1) if length else ():
+            if f" {' '.join(tokens[start : start + length])} " in said:
                 return True
     return False
 

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
+from desktop.core.tracks.prompt import EARLIER_HEAD
 from desktop.ui.chat_view import MessageBubble
 from tests.support.fakes import Step
 from tests.ui.conftest import WindowFactory
@@ -21,8 +22,13 @@ def bubbles(window: Any) -> list[tuple[str, str]]:
 
 
 def said(request: Any) -> list[str]:
-    """What a request sent, without the tool prompt (a system message)."""
-    return [m.text for m in request.messages if m.role != "system"]
+    """What a request told the model the conversation said: the earlier turns (on the
+    emulated track a transcript after the tool prompt), then the messages."""
+    system = next((m.text for m in request.messages if m.role == "system"), "")
+    earlier = system.partition(EARLIER_HEAD)[2].strip().splitlines()
+    return [line.split(": ", 1)[1] for line in earlier] + [
+        m.text for m in request.messages if m.role != "system"
+    ]
 
 
 def idle(qtbot: Any, window: Any) -> None:

@@ -87,3 +87,43 @@ def test_the_current_turn_stays_whole() -> None:
     shown = in_words(history)
     assert shown[3:] == history[6:]
     assert [m.text for m in shown[:3]] == ["rust", "Let me look.", "Three notes on rust."]
+
+
+def test_while_tools_are_offered_earlier_turns_are_a_transcript_in_the_system_prompt() -> None:
+    """A small model imitates its own earlier turns (their calls, or their lack of any):
+    shown as a transcript, the request reads as the first."""
+    photo = Message.user("What is in this photo?", [Image.from_bytes(PNG)])
+    history = [
+        Message.system("Be brief."),
+        photo,
+        Message.assistant("A cat."),
+        *_turn_with_a_call("rust", "c1", "Three notes on rust."),
+        Message.user("And python?"),
+    ]
+    rendered = emulated_history(history, [SEARCH])
+    assert [m.role for m in rendered] == ["system", "user"]
+    system = rendered[0].text
+    assert system.startswith("Be brief.\n\nYou can use tools.")
+    assert system.endswith(
+        "Earlier in this conversation:\n"
+        "User: What is in this photo? [1 image(s) attached]\n"
+        "You: A cat.\n"
+        "User: rust\n"
+        "You: Let me look. Three notes on rust."
+    )
+    request = rendered[1]
+    assert request.text.endswith("And python?")  # the person's words come last
+    assert len(request.images) == 1  # the photo stays a real image, for a model that sees
+
+
+def test_the_transcript_grows_at_its_end_so_the_prompt_cache_keeps_it() -> None:
+    first = [Message.user("rust"), Message.assistant("Three notes.")]
+    second = [*first, Message.user("go"), Message.assistant("None.")]
+    before = emulated_history([*first, Message.user("go")], [SEARCH])[0].text
+    after = emulated_history([*second, Message.user("zig")], [SEARCH])[0].text
+    assert after.startswith(before)
+
+
+def test_without_tools_earlier_turns_stay_chat_turns() -> None:
+    history = [Message.user("rust"), Message.assistant("Three notes."), Message.user("go")]
+    assert emulated_history(history, []) == history
