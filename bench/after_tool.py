@@ -41,7 +41,7 @@ CASES = [
 NOTES = {
     "now": loop.NOT_SEEN,
     "none": "",
-    "shown": "It is on the user's screen now; describe the data, not the picture.",
+    "plain": "The user sees the image in the chat.",  # in use until 2026-12-01
     "aside": "(image shown to the user)",
 }
 

@@ -51,8 +51,10 @@ from desktop.core.tools.toolbox import (
     size_problem,
 )
 
-# Ends a tool result with images, for a model that cannot see them.
-NOT_SEEN = "The user sees the image in the chat."
+# Ends a tool result with images, for a model that cannot see them: it should not say it
+# cannot see (bench/after_tool.py: the plainer "The user sees the image in the chat." was
+# the whole answer in 4 of 12 chart answers; this, in none).
+NOT_SEEN = "It is on the user's screen now; describe the data, not the picture."
 log = logging.getLogger(__name__)
 
 

@@ -20,7 +20,7 @@ from desktop.core.events import (
     Usage,
 )
 from desktop.core.limits import parse_max_tool_calls
-from desktop.core.loop import LoopSettings, complete_turn, run_turn
+from desktop.core.loop import NOT_SEEN, LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Image, Message, ToolCall
 from desktop.core.providers.base import Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator
@@ -536,7 +536,7 @@ async def test_tool_images_become_a_note_for_a_model_without_vision() -> None:
     events, _conversation = await turn(provider, [chart.tool])
     result = provider.requests[1].messages[-1]
     assert result.role == "tool" and result.images == []
-    assert result.text == "a chart\nThe user sees the image in the chat."
+    assert result.text == f"a chart\n{NOT_SEEN}" and "user's screen" in NOT_SEEN
     assert result.meta["sent_to_model"] is False and len(result.meta["images"]) == 1
     assert not any("cannot see" in m.text for m in provider.requests[1].messages)
     shown = next(e for e in events if isinstance(e, ToolResult))
