@@ -149,19 +149,51 @@ async def second_turn_with_a_system_prompt(url: str, tools: list) -> None:  # ty
         options = RequestOptions(temperature=0, seed=1, max_tokens=60)
         conversation = [*([Message.system(system)] if system else []),
                         Message.user("What is 1234 * 5678? Use the calculator.")]  # fmt: skip
+        traces = []
         for turn in range(2):
             trace = traced.start_turn("emulated")
             async for event in run_turn(active, Toolbox(tools), conversation,
                                         settings=LoopSettings(options=options)):  # fmt: skip
                 trace.record(event)
+            traces.append(trace)
             if turn == 0:
                 conversation.append(Message.user("Now divide that by 2."))
         first = trace.steps[0]
         usages = [r.usage for r in [first, *first.phases] if r.usage]
         rows.setdefault("first step of turn 2", []).append(_reuse(usages[0] if usages else None))
+        # The free answer is stopped once it opens a call, so the server reports no timings
+        # for it: the prefix it can reuse is counted on the two prompts instead.
+        last = traces[0].steps[-1]
+        last = (last.phases or [last])[-1]
+        same, total = await shared_prefix(url, last.messages, first.messages)
+        rows.setdefault("turn 2's first prompt: tokens shared with turn 1's last", []).append(
+            f"{same}/{total} ({same / max(total, 1):.0%})"
+        )
         await provider.aclose()
     for name, cells in rows.items():
         print(f"{name} | " + " | ".join(cells))
+
+
+async def shared_prefix(
+    url: str, before: list[dict[str, object]], after: list[dict[str, object]]
+) -> tuple[int, int]:
+    """How many tokens the second prompt shares, from its start, with the first (what the
+    server's prompt cache can keep), and its length; both through the model's template."""
+    tokens = []
+    async with httpx.AsyncClient(timeout=60) as client:
+        for messages in (before, after):
+            chat = [{"role": m["role"], "content": _text(m)} for m in messages]
+            rendered = await client.post(f"{url}/apply-template", json={"messages": chat})
+            prompt = rendered.json()["prompt"]
+            tokenized = await client.post(f"{url}/tokenize", json={"content": prompt})
+            tokens.append(tokenized.json()["tokens"])
+    same = next((i for i, (a, b) in enumerate(zip(*tokens)) if a != b), min(map(len, tokens)))
+    return same, len(tokens[1])
+
+
+def _text(message: dict[str, object]) -> str:
+    parts = message.get("parts") or []
+    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))  # type: ignore[union-attr]
 
 
 def _reuse(usage: dict[str, int] | None) -> str:
