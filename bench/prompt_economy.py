@@ -187,7 +187,9 @@ async def shared_prefix(
             prompt = rendered.json()["prompt"]
             tokenized = await client.post(f"{url}/tokenize", json={"content": prompt})
             tokens.append(tokenized.json()["tokens"])
-    same = next((i for i, (a, b) in enumerate(zip(*tokens)) if a != b), min(map(len, tokens)))
+    same = next(
+        (i for i, (a, b) in enumerate(zip(*tokens, strict=False)) if a != b), min(map(len, tokens))
+    )
     return same, len(tokens[1])
 
 
