@@ -224,21 +224,27 @@ def test_settings_round_trip_with_the_key_in_the_keychain(
         keyring.set_keyring(previous)
 
 
-def test_a_conversation_survives_a_restart(
-    qtbot: Any, make_window: WindowFactory, tmp_path: Path
-) -> None:
+def answered_and_reopened(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path, script: list[Step | str], **kw: Any
+) -> Any:
+    """ "Chart my sales" answered by `script`, then the app closed and opened again."""
     folder = tmp_path / "kept"
-    window, _ = make_window(
-        [Step(tool_calls=[CHART_CALL]), "Up and to the right."], vision=True, folder=folder
-    )
+    window, _ = make_window(script, folder=folder, **kw)
     type_and_send(qtbot, window, "Chart my sales")
     qtbot.waitUntil(
         lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=10000
     )
     window.close()
     window.store.close()
-
     reopened, _ = make_window([], folder=folder)
+    return reopened
+
+
+def test_a_conversation_survives_a_restart(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    script: list[Step | str] = [Step(tool_calls=[CHART_CALL]), "Up and to the right."]
+    reopened = answered_and_reopened(qtbot, make_window, tmp_path, script, vision=True)
     assert reopened.conversation_list.item(0).text() == "Chart my sales"
     texts = [b.body.text for b in reopened.chat.bubbles()]
     assert texts == ["Chart my sales", "Up and to the right."]
@@ -252,17 +258,9 @@ def test_a_call_that_could_not_be_read_is_a_note_not_the_persons_message(
 ) -> None:
     """The loop tells the model why a call was not run in a user-role message; reopened,
     the chat shows it as a note, and regenerating answers the person's question."""
-    folder = tmp_path / "kept"
     broken = BrokenCall("create_chart", None, "Its arguments must be a JSON object, not null.")
-    window, _ = make_window([Step(broken_calls=[broken]), "Sorry, no chart."], folder=folder)
-    type_and_send(qtbot, window, "Chart my sales")
-    qtbot.waitUntil(
-        lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=10000
-    )
-    window.close()
-    window.store.close()
-
-    reopened, _ = make_window([], folder=folder)
+    script: list[Step | str] = [Step(broken_calls=[broken]), "Sorry, no chart."]
+    reopened = answered_and_reopened(qtbot, make_window, tmp_path, script)
     assert [b.body.text for b in reopened.chat.bubbles()] == ["Chart my sales", "Sorry, no chart."]
     shown = reopened.chat.shown()
     notes = [w.text() for w in shown if isinstance(w, QLabel) and w.objectName() == "noteNote"]
