@@ -469,7 +469,8 @@ class Session:
         if offer.selected:
             trace.offer = offer.to_dict()
         if isinstance(active, ConstrainedTools):
-            trace.gate = {"bar": active.min_call_odds, "source": active.bar_source}
+            bar, source = active.bar_for(conversation)
+            trace.gate = {"bar": bar, "source": source}
         tools_on = preset is None or preset.tools
         turn = run_turn(
             active,

@@ -39,7 +39,14 @@ class ConnectionStatus:
         self.backend_label.setText(f"● {where}{model}{vision}")
         self.backend_label.setToolTip(connection.message)
         gate = (
-            f", bar {calibration.bar:.2f}" if calibration and connection.track == "emulated"
+            f", bar {_bars(calibration)}" if calibration and connection.track == "emulated"
             else "" if calibration else ", not calibrated yet"
         )  # fmt: skip
         self.track_label.setText(f"tools: {connection.track}{gate}")
+
+
+def _bars(calibration: Calibration) -> str:
+    """The gate's bar, and the one after earlier turns where that differs."""
+    bars = calibration.bars
+    later = f" ({bars.later:.2f} after earlier turns)" if bars.later != bars.first else ""
+    return f"{bars.first:.2f}{later}"

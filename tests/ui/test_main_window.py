@@ -584,3 +584,13 @@ def test_calibration_can_be_cancelled(qtbot: Any, make_window: WindowFactory) ->
     qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
     assert window.statusBar().currentMessage() == "Calibration cancelled."
     assert window.session.calibration is None and not window.controller.calibrating
+
+
+def test_the_status_bar_names_the_bar_after_earlier_turns_where_it_differs() -> None:
+    from desktop.core.calibration.card import Calibration
+    from desktop.ui.connection_status import _bars
+
+    one = Calibration("m", "2026-12-01", "constrained", 0.9, (), 0, 0.0)
+    assert _bars(one) == "0.90"
+    two = Calibration("m", "2026-12-01", "constrained", 0.9, (), 0, 0.0, later_bar=0.54)
+    assert _bars(two) == "0.90 (0.54 after earlier turns)"

@@ -10,7 +10,7 @@ from functools import partial
 
 from desktop.core.calibration.card import Calibration, TrackScore
 from desktop.core.calibration.questions import FULL_ANSWERS, Case, TrackName, cases_for
-from desktop.core.calibration.scoring import Answer, answer, choose_bar, opening, score
+from desktop.core.calibration.scoring import Answer, Bars, answer, opening, score
 from desktop.core.providers.base import Provider
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.constrained import ConstrainedTools
@@ -84,25 +84,26 @@ class Calibrator:
             self.progress(done, len(plan))
         if not gated:
             decided = full[first]
-        bar = choose_bar(decided)
-        scores = [TrackScore.of(first, decided, bar, full[first])]
+        bars = Bars.chosen(decided)
+        scores = [TrackScore.of(first, decided, bars, full[first])]
         chosen = first
         if self.native:
-            scores.append(TrackScore.of("native", full["native"], bar))
+            scores.append(TrackScore.of("native", full["native"], bars))
             # Compared on the questions both answered.
             asked = self.cases if gated else few
             same = [a for a, c in zip(decided, asked, strict=True) if c in few]
-            if score(full["native"], bar) > score(same, bar):
+            if score(full["native"], bars) > score(same, bars):
                 chosen = "native"
         return Calibration(
             self.model,
             date.today().isoformat(),
             chosen,
-            bar,
+            bars.first,
             tuple(scores),
             len(self.cases),
             round(time.perf_counter() - started, 1),
             any(a.odds is not None for a in decided),
+            bars.later,
         )
 
     async def _ask(self, question: Callable[[], Awaitable[Answer]]) -> Answer:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.core.calibration.questions import TrackName
-from desktop.core.calibration.scoring import Answer, score
+from desktop.core.calibration.scoring import Answer, Bars, score
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,12 @@ class TrackScore:
         cls,
         track: TrackName,
         decisions: Sequence[Answer],
-        bar: float,
+        bars: Bars | float,
         calls: Sequence[Answer] | None = None,
     ) -> TrackScore:
-        """The track's score at `bar`: whether it calls where it should from `decisions`,
+        """The track's score at `bars`: whether it calls where it should from `decisions`,
         how good its calls are from `calls` (answers in full; `decisions` if they are)."""
+        bars = bars if isinstance(bars, Bars) else Bars(bars, bars)
         calls = decisions if calls is None else calls
         due = [a for a in decisions if a.due]
         quiet = [a for a in decisions if not a.due]
@@ -50,19 +51,19 @@ class TrackScore:
         full_due = [a for a in calls if a.due]
         return cls(
             track,
-            sum(a.right_at(bar) for a in due),
+            sum(a.right_with(bars) for a in due),
             len(due),
-            sum(a.right_at(bar) for a in parallel),
+            sum(a.right_with(bars) for a in parallel),
             len(parallel),
-            sum(a.right_at(bar) for a in quiet),
+            sum(a.right_with(bars) for a in quiet),
             len(quiet),
             sum(a.invalid for a in calls),
             sum(a.cut_off for a in calls),
             made,
             round(sum(a.completion_tokens for a in calling) / made, 1) if made else 0.0,
             round(sum(a.seconds for a in calling) / made, 2) if made else 0.0,
-            round(score(decisions, bar), 4),
-            sum(a.arguments_right and a.right_at(bar) for a in full_due),
+            round(score(decisions, bars), 4),
+            sum(a.arguments_right and a.right_with(bars) for a in full_due),
             len(full_due),
         )
 
@@ -79,10 +80,17 @@ class Calibration:
     cases: int
     seconds: float
     odds_reported: bool = True  # False: the backend gives no token odds, so no gate
+    # The bar for a request after earlier turns; None (a card from before there were two):
+    # `bar` judges every request.
+    later_bar: float | None = None
 
     @property
     def chosen(self) -> TrackScore:
         return next(s for s in self.scores if s.track == self.track)
+
+    @property
+    def bars(self) -> Bars:
+        return Bars(self.bar, self.bar if self.later_bar is None else self.later_bar)
 
     @property
     def source(self) -> str:
@@ -108,6 +116,8 @@ class Calibration:
         """The card's rows, as the Settings dialog and the CLI show them."""
         s = self.chosen
         gate = f"bar {self.bar:.2f}" if self.odds_reported else "no odds from this backend"
+        if self.odds_reported and self.later_bar is not None:
+            gate += f"; after earlier turns {self.later_bar:.2f}"
         rows = [
             ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
             ("Calls right where one is due", _share(s.due_right, s.due)),

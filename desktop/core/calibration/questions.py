@@ -13,7 +13,12 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import RequestOptions
 from desktop.core.tool_spec import Example, ToolSpec
 
-CaseKind = Literal["call", "calls", "distracted", "later", "unfit", "chat", "near-miss", "answered"]
+CaseKind = Literal[
+    "call", "calls", "distracted", "later", "unfit", "unfit-later", "chat", "near-miss", "answered"
+]
+# The kinds asked after earlier turns: they set the bar for such requests (models open
+# their calls less surely there), the rest the bar for a first request.
+LATER_KINDS: frozenset[CaseKind] = frozenset({"later", "unfit-later", "answered"})
 TrackName = Literal["constrained", "emulated", "native"]
 
 # Questions read at their opening (a second or two each): enough to place a bar (half of
@@ -63,9 +68,9 @@ class Case:
 def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
     """Calibration questions built from `tools`: each example gives a call that is due
     (alone, with other tools beside it, two at once, after earlier turns) and a request no
-    offered tool fits
-    (its own tool withheld); chit-chat, a near-miss about a tool, and a question the last
-    result answers need no call. Half the cases, at most, are due calls."""
+    offered tool fits (its own tool withheld, first or after earlier turns); chit-chat, a
+    near-miss about a tool, and a question the last result answers need no call. Half the
+    cases, at most, are due calls."""
     rng = random.Random(seed)
     examples = [(tool, example) for tool in tools for example in tool.examples[:2]]
     rng.shuffle(examples)
@@ -92,7 +97,11 @@ def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
         )
         expected = ((one.name, dict(first.arguments)),)
         offered = _in_order(tools, [_without(one, first), *([two] if two.name != one.name else [])])
-        due.append(Case("later", (*before, Message.user(first.prompt)), tuple(offered), expected))
+        later = (*before, Message.user(first.prompt))
+        due.append(Case("later", later, tuple(offered), expected))
+        if unrelated := [t for t in tools if t.name != one.name]:
+            withheld = rng.sample(unrelated, min(OFFERED - 1, len(unrelated)))
+            quiet.append(Case("unfit-later", later, tuple(_in_order(tools, withheld)), ()))
         if one.name != two.name:
             both = Message.user(f"{first.prompt.rstrip('.?! ')}. Also: {second.prompt}")
             expected = ((one.name, dict(first.arguments)), (two.name, dict(second.arguments)))

@@ -11,6 +11,7 @@ from typing import Any
 
 from desktop.core.calibration.questions import (
     KEEP_RIGHT_CALLS,
+    LATER_KINDS,
     OPTIONS,
     QUIET_TOKENS,
     Case,
@@ -40,10 +41,35 @@ class Answer:
     seconds: float
     arguments_right: bool = False  # and their arguments were the example's
 
+    @property
+    def later(self) -> bool:
+        """Asked after earlier turns: judged by the bar for such requests."""
+        return self.kind in LATER_KINDS
+
     def right_at(self, bar: float) -> bool:
         """Was the outcome right with this bar on the call gate?"""
         called = self.called and (self.odds is None or self.odds >= bar)
         return self.right if called else not self.due
+
+    def right_with(self, bars: Bars) -> bool:
+        """Was the outcome right with the gate's bars (its own kind's bar judging)?"""
+        return self.right_at(bars.later if self.later else bars.first)
+
+
+@dataclass(frozen=True)
+class Bars:
+    """The call gate's bars: for a first request, and for one after earlier turns."""
+
+    first: float
+    later: float
+
+    @classmethod
+    def chosen(cls, answers: Sequence[Answer]) -> Bars:
+        """Each bar chosen from its own questions (see choose_bar)."""
+        return cls(
+            choose_bar([a for a in answers if not a.later]),
+            choose_bar([a for a in answers if a.later]),
+        )
 
 
 def same_value(got: Any, wanted: Any) -> bool:
@@ -122,13 +148,16 @@ async def answer(provider: Provider, case: Case) -> Answer:
     )
 
 
-def score(answers: Sequence[Answer], bar: float) -> float:
-    """Balanced accuracy at a bar: the share right where a call is due and the share right
-    where none is, weighed equally, so the mix of questions does not choose the bar."""
+def score(answers: Sequence[Answer], bars: Bars | float) -> float:
+    """Balanced accuracy at the bars (one bar: the same for every question): the share
+    right where a call is due and the share right where none is, weighed equally, so the
+    mix of questions does not choose the bar."""
+    if not isinstance(bars, Bars):
+        bars = Bars(bars, bars)
     shares = []
     for group in ([a for a in answers if a.due], [a for a in answers if not a.due]):
         if group:
-            shares.append(sum(a.right_at(bar) for a in group) / len(group))
+            shares.append(sum(a.right_with(bars) for a in group) / len(group))
     return sum(shares) / len(shares) if shares else 0.0
 
 

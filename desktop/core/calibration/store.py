@@ -41,6 +41,8 @@ _ENTRY: dict[str, Any] = {
         "cases": _COUNT,
         "seconds": {"type": "number", "minimum": 0},
         "odds_reported": {"type": "boolean"},
+        # Since 2026-12-01 (later entries); an entry without it has one bar for every request.
+        "later_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
     },
     "required": ["model", "day", "track", "bar", "scores", "cases", "seconds"],
     "additionalProperties": False,

@@ -21,6 +21,9 @@ class Calibrated(Protocol):
     def bar(self) -> float: ...
 
     @property
+    def later_bar(self) -> float | None: ...
+
+    @property
     def source(self) -> str: ...
 
 
@@ -40,7 +43,8 @@ def on_track(
 
     `emulated` is the default for local models; `auto` takes the track the model's
     calibration chose, else native only where the capabilities say the model supports it;
-    `native` forces it. The emulated track's call gate uses the calibrated bar.
+    `native` forces it. The emulated track's call gate uses the calibrated bars (a first
+    request's, and one after earlier turns).
     """
     if calibration is not None and track == "auto":
         native = calibration.track == "native"
@@ -53,5 +57,8 @@ def on_track(
     if calibration is None:
         return ConstrainedTools(provider), "emulated"
     return ConstrainedTools(
-        provider, min_call_odds=calibration.bar, bar_source=calibration.source
+        provider,
+        min_call_odds=calibration.bar,
+        later_call_odds=calibration.later_bar,
+        bar_source=calibration.source,
     ), "emulated"

@@ -22,7 +22,7 @@ from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.holdback import VisibleText, relay, strip_thinking
 from desktop.core.tracks.parse import parse_answer
-from desktop.core.tracks.prompt import emulated_history
+from desktop.core.tracks.prompt import emulated_history, split_turns
 
 # At most this many calls in one step: bounds what the grammar lets a looping model write.
 MAX_CALLS_PER_STEP = 10
@@ -112,6 +112,10 @@ class ConstrainedTools(ProviderWrapper):
     model was sure of it (`min_call_odds`, the model's calibrated bar): a one-token probe
     of the same prompt, which the server's cache makes nearly free, tells how sure.
     Otherwise it answers in plain text. The reply says how the gate judged (`Reply.gate`).
+
+    A request after earlier turns has a bar of its own (`later_call_odds`): there a model
+    opens its calls less surely (the bundled model's best bar on the BFCL set was 0.90 for
+    a first request and 0.54 after four earlier turns), so one bar fits one or the other.
     """
 
     def __init__(
@@ -121,11 +125,21 @@ class ConstrainedTools(ProviderWrapper):
         min_call_odds: float = UNCALIBRATED_BAR,
         bar_source: str = "uncalibrated",
         keep_prefix: bool = True,
+        later_call_odds: float | None = None,
     ) -> None:
         super().__init__(inner)
         self.min_call_odds = min_call_odds
+        self.later_call_odds = min_call_odds if later_call_odds is None else later_call_odds
         self.bar_source = bar_source
         self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
+
+    def bar_for(self, messages: Sequence[Message]) -> tuple[float, str]:
+        """The bar that judges this request's calls, and where it came from: the first
+        request's, or the one after earlier turns."""
+        if split_turns(messages)[0]:
+            later = "" if self.bar_source == "uncalibrated" else ", after earlier turns"
+            return self.later_call_odds, f"{self.bar_source}{later}"
+        return self.min_call_odds, self.bar_source
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
@@ -215,7 +229,7 @@ class ConstrainedTools(ProviderWrapper):
         # Only a call that opens the answer is weighed: prose before it shows intent.
         if not prose.strip() and self.features.reports_token_odds:
             odds = await self._odds_of_a_call(history, options)
-            judged = CallGate(odds, self.min_call_odds, self.bar_source)
+            judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
             if not judged.passed:
                 answer = self._plain_answer(messages, tools, options, raw, judged)

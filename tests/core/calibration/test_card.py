@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from desktop.core.calibration.card import Calibration
+from desktop.core.calibration.scoring import Bars
 
 
 def test_the_card_names_the_model_as_a_person_knows_it() -> None:
@@ -23,7 +24,13 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
                     "score": 0.75, "arguments_right": 1, "answered_in_full": 2}],
         "cases": 4, "seconds": 3.0, "odds_reported": True,
     }  # fmt: skip
-    calibration = Calibration.from_dict(data)
-    assert calibration.to_dict() == data
+    calibration = Calibration.from_dict(data)  # as written before there were two bars
+    assert calibration.to_dict() == {**data, "later_bar": None}
+    assert calibration.bars == Bars(0.8, 0.8)  # one bar judges every request
     assert calibration.source == "calibrated 2026-11-30"
-    assert dict(calibration.card())["Parallel calls right"] == "none asked"
+    card = dict(calibration.card())
+    assert card["Parallel calls right"] == "none asked"
+    assert card["Track"] == "constrained (bar 0.80)"
+    two = Calibration.from_dict({**data, "later_bar": 0.55})
+    assert two.to_dict() == {**data, "later_bar": 0.55} and two.bars == Bars(0.8, 0.55)
+    assert dict(two.card())["Track"] == "constrained (bar 0.80; after earlier turns 0.55)"

@@ -31,3 +31,19 @@ def test_questions_come_from_the_tools_examples_half_of_them_with_no_call_due() 
     assert cases_for([tool("bare", "x")]) == cases_for([]) or all(
         not c.due for c in cases_for([tool("bare", "x")])
     )
+
+
+def test_requests_after_earlier_turns_are_asked_with_and_without_their_tool() -> None:
+    from desktop.core.calibration.questions import LATER_KINDS
+    from desktop.core.tracks.prompt import split_turns
+
+    cases = cases_for(TOOLS)
+    later = [c for c in cases if c.kind in LATER_KINDS]
+    assert {"later", "unfit-later"} <= {c.kind for c in later}
+    for case in cases:  # the kinds said to come after earlier turns are exactly those
+        assert bool(split_turns(case.messages)[0]) == (case.kind in LATER_KINDS)
+    for case in later:
+        if case.kind == "unfit-later":
+            prompt = case.messages[-1].text
+            owner = next(t for t in TOOLS if any(e.prompt == prompt for e in t.examples))
+            assert owner.name not in {t.name for t in case.tools} and case.tools

@@ -46,3 +46,21 @@ def test_the_midpoint_below_the_lowest_kept_call_and_a_useless_bar_is_none() -> 
     # A model that never calls where none is due needs no bar either.
     quiet = [answer(True, 0.7), answer(False, None, called=False)]
     assert choose_bar(quiet) == 0.0
+
+
+def test_a_first_request_and_one_after_earlier_turns_each_get_their_own_bar() -> None:
+    """Deep in a conversation the model opens its calls less surely: one bar would either
+    turn the later right calls into text or let the first unwanted calls through."""
+    from dataclasses import replace
+
+    from desktop.core.calibration.scoring import Bars
+
+    first = [answer(True, p) for p in (0.93, 0.95, 0.97)] + [answer(False, p) for p in (0.85,)]
+    later = [replace(answer(True, p), kind="later") for p in (0.6, 0.65, 0.7)]
+    later += [replace(answer(False, p), kind="unfit-later") for p in (0.4, 0.5)]
+    bars = Bars.chosen(first + later)
+    assert bars.first == pytest.approx(0.89) and bars.later == pytest.approx(0.55)
+    assert all(a.right_with(bars) for a in first + later)
+    one = choose_bar(first + later)  # a single bar gets some of them wrong
+    assert not all(a.right_at(one) for a in first + later)
+    assert score(first + later, bars) == 1.0 > score(first + later, one)

@@ -41,3 +41,22 @@ def test_a_model_file_is_known_by_name_and_size(tmp_path: Path) -> None:
     model.write_bytes(b"x" * 11)  # requantized: another model
     assert model_key("builtin", "", model) == "file:m.gguf:11"
     assert model_key("ollama", "qwen3:4b") == "ollama:qwen3:4b"
+
+
+def test_a_file_written_before_there_were_two_bars_is_read_with_one_bar_for_both() -> None:
+    """data/calibrations-one-bar.json was written by the code of 7d21968 (a Calibrator run
+    over samples.sure_model, kept with CalibrationStore.put), before a request after
+    earlier turns had a bar of its own."""
+    from desktop.core.messages import Message
+    from desktop.core.tracks.choice import on_track
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    store = CalibrationStore(Path(__file__).parent / "data" / "calibrations-one-bar.json")
+    key = "file:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf:491400064"
+    calibration = store.get(key)
+    assert store.problem is None and calibration is not None
+    assert calibration.later_bar is None and calibration.bar == 0.775
+    track, _ = on_track(sure_model(), "auto", calibration)
+    assert isinstance(track, ConstrainedTools)
+    later = [Message.user("Hi"), Message.assistant("Hello"), Message.user("Weather in Oslo?")]
+    assert track.bar_for(later)[0] == track.bar_for(later[-1:])[0] == 0.775

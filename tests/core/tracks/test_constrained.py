@@ -320,3 +320,30 @@ async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
     assert last.messages[0] == first.messages[0]  # the same system prompt, tools and all
     assert last.options.grammar == NO_CALL_GRAMMAR and last.options.phase is None
     assert NO_TOOLS_HINT in last.messages[-1].text
+
+
+async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
+    """Odds of 0.7: below the first request's bar (0.9), above the later one's (0.6)."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    def run() -> list[Script]:
+        return [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.7)]), Step(chunks=[CALL])]
+
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    gated = []
+    for history in ([], earlier):
+        provider = ScriptedProvider(run(), constrains_json=True, reports_token_odds=True)
+        track = ConstrainedTools(
+            provider, min_call_odds=0.9, later_call_odds=0.6, bar_source="calibrated 2026-12-01"
+        )
+        messages = [*history, Message.user("Who won the World Cup in 2022?")]
+        replies = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        reply = next(e for e in replies if isinstance(e, Reply))
+        assert reply.gate is not None and track.bar_for(messages)[0] == reply.gate.bar
+        gated.append((reply.gate.bar, reply.gate.passed, bool(reply.tool_calls)))
+        if history:
+            assert reply.gate.source == "calibrated 2026-12-01, after earlier turns"
+    assert gated == [(0.9, False, False), (0.6, True, True)]
+    # Uncalibrated, or calibrated before there were two bars: one bar for both.
+    one = ConstrainedTools(ScriptedProvider([]), min_call_odds=0.8)
+    assert one.bar_for([*earlier, Message.user("?")]) == (0.8, "uncalibrated")
