@@ -1,6 +1,12 @@
 """The built-in runtime: the bundled model, and llama-server started, watched and stopped."""
 
+import contextlib
 import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +105,63 @@ def test_a_model_with_a_projector_beside_it_is_started_seeing_images(tmp_path: P
     projector.write_bytes(b"GGUF")
     command = server.command()
     assert command[command.index("--mmproj") + 1] == str(projector)
+
+
+# A stand-in for llama-server: answers /health on the port it is given, and nothing else.
+FAKE_SERVER = """#!{python}
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+# An app that starts the server, says its pid, and waits to be killed.
+APP = """
+import asyncio, sys, time
+from pathlib import Path
+from desktop.core.runtime import LlamaServer
+async def main():
+    server = LlamaServer(model=Path(sys.argv[1]), binary=Path(sys.argv[2]), log_path=Path(sys.argv[3]))
+    await server.start(timeout_s=30)
+    print(server.process.pid, flush=True)
+    time.sleep(120)
+asyncio.run(main())
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie nobody has reaped yet (a container's init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
+def test_the_server_does_not_outlive_an_app_killed_outright(tmp_path: Path) -> None:
+    """kill -9 skips atexit: the kernel ends the server with the app (an orphan went on
+    using both cores)."""
+    binary, model = tmp_path / "llama-server", tmp_path / "m.gguf"
+    binary.write_text(FAKE_SERVER.format(python=sys.executable))
+    binary.chmod(0o755)
+    model.write_bytes(b"GGUF")
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-c", APP, str(model), str(binary), str(tmp_path / "log")]
+    environment = {**os.environ, "PYTHONPATH": str(root)}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, cwd=root, env=environment) as app:
+        assert app.stdout is not None
+        server = int(app.stdout.readline())
+        try:
+            assert not _gone(server)
+            app.kill()
+            app.wait()
+            deadline = time.monotonic() + 10
+            while not _gone(server) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _gone(server)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGKILL)
