@@ -194,7 +194,10 @@ def tools_with_examples(cases: list[dict[str, Any]]) -> list[Tool]:
     return [replace(t, examples=tuple(examples[t.name])) for t in tools.values()]
 
 
-async def calibrate_on(url: str, cases: list[dict[str, Any]]) -> Calibration:
+async def calibrate_on(
+    url: str, cases: list[dict[str, Any]]
+) -> tuple[Calibration, list[dict[str, Any]]]:
+    """The calibration, and the answers its bars were chosen from (kind, due, right, odds)."""
     base = make_provider("llamacpp", url)
     base.model = (await base.list_models() or [""])[0]
     base.capabilities = (await CapabilityCache().capabilities(base)).capabilities
@@ -202,9 +205,14 @@ async def calibrate_on(url: str, cases: list[dict[str, Any]]) -> Calibration:
         base, tools_with_examples(cases), "bench", native=base.capabilities.native_tools
     )
     try:
-        return await calibrator.run()
+        calibration = await calibrator.run()
     finally:
         await base.aclose()
+    answers = [
+        {"kind": a.kind, "due": a.due, "called": a.called, "right": a.right, "odds": a.odds}
+        for a in calibrator.decided
+    ]
+    return calibration, answers
 
 
 async def run_mode(
@@ -382,7 +390,7 @@ async def run_calibrated(
     deep: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for measured in (0, 1):
         started = time.perf_counter()
-        calibration = await calibrate_on(url, halves[1 - measured])
+        calibration, answers = await calibrate_on(url, halves[1 - measured])
         name = (
             f"calibrated on half {2 - measured} ({calibration.track}, bar {calibration.bar:.2f},"
             f" {calibration.seconds:.0f} s), run on half {measured + 1}"
@@ -392,6 +400,7 @@ async def run_calibrated(
         )
         print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
         print(json.dumps(calibration.to_dict()), file=sys.stderr)
+        print(json.dumps({"calibration answers": answers}), file=sys.stderr)
         results[name] = rows
         for category, chosen in rows.items():
             both[category] += chosen

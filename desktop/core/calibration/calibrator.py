@@ -42,6 +42,8 @@ class Calibrator:
         self._may_run = asyncio.Event()
         self._may_run.set()
         self._current: asyncio.Future[Answer] | None = None
+        # The answers the bars were chosen from, once run (for the bench's record).
+        self.decided: list[Answer] = []
 
     def pause(self) -> None:
         self._may_run.clear()
@@ -84,6 +86,7 @@ class Calibrator:
             self.progress(done, len(plan))
         if not gated:
             decided = full[first]
+        self.decided = decided
         bars = Bars.chosen(decided)
         scores = [TrackScore.of(first, decided, bars, full[first])]
         chosen = first
