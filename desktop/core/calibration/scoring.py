@@ -164,21 +164,23 @@ def score(answers: Sequence[Answer], bars: Bars | float) -> float:
 def choose_bar(answers: Sequence[Answer]) -> float:
     """The highest bar that still keeps KEEP_RIGHT_CALLS of the right calls: it turns down
     as many unwanted calls as it can at that price. Placed midway between the lowest right
-    call kept and the next lower odds seen; 0 when it would turn no unwanted call down.
+    call kept and the next lower odds seen; 0 for a model that made no unwanted call.
 
-    Measured and dropped: the bar with the best balanced accuracy. Calibration's questions
-    where no call is due split into chit-chat (prose, or low odds) and requests whose tool
-    is withheld (odds as high as a due call's); that bar settled under the first group
-    and moved with the questions drawn (0.51-0.94 where the best bars were 0.90 and
-    0.955; bench/accuracy.py --calibrated)."""
+    A model that calls where no tool fits gets the bar even if none of the calibration's
+    own unwanted calls falls under it. Those are mostly requests whose tool is withheld,
+    which a small model opens as surely as a due call (0.95-0.98); the requests no tool
+    fits in use are less alike (the BFCL set's irrelevance cases: 0.36-0.97, median
+    0.87), and the bar turns them down. Requiring one of its own under the bar left the
+    bundled model with no bar at all (bench/accuracy.py --calibrated, 2026-12-01).
+
+    Measured and dropped: the bar with the best balanced accuracy. It settled under the
+    chit-chat (prose, or low odds) and moved with the questions drawn (0.51-0.94 where the
+    best bars were 0.90 and 0.955)."""
     right = sorted(a.odds for a in answers if a.due and a.right and a.odds is not None)
-    unwanted = [a.odds for a in answers if not a.due and a.called and a.odds is not None]
-    if not right or not unwanted:
-        return 0.0
+    if not right or not any(a.called for a in answers if not a.due):
+        return 0.0  # no unwanted call: the model's own choice stands
     lost = math.floor(len(right) * (1 - KEEP_RIGHT_CALLS) + 1e-9)  # right calls it may cost
     lowest_kept = right[lost]
     below = [a.odds for a in answers if a.odds is not None and a.odds < lowest_kept]
     bar = (max(below) + lowest_kept) / 2 if below else 0.0
-    if not any(odds < bar for odds in unwanted):
-        return 0.0  # it would turn down nothing unwanted: the model's own choice stands
     return round(bar, 3)

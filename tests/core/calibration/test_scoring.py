@@ -37,15 +37,22 @@ def test_the_bar_may_cost_a_tenth_of_the_right_calls_and_no_more() -> None:
     assert choose_bar(right + unwanted + wrong) == pytest.approx(0.675)
 
 
-def test_the_midpoint_below_the_lowest_kept_call_and_a_useless_bar_is_none() -> None:
+def test_the_midpoint_below_the_lowest_kept_call_and_no_bar_for_a_model_that_never_errs() -> None:
     answers = [answer(True, 0.9), answer(True, 0.95), answer(False, 0.5), answer(False, 0.55)]
     assert choose_bar(answers) == pytest.approx(0.725)
-    # Equally sure everywhere: no bar does better than none.
-    same = [answer(True, 0.9), answer(False, 0.9), answer(True, 0.8), answer(False, 0.8)]
-    assert choose_bar(same) == 0.0
-    # A model that never calls where none is due needs no bar either.
-    quiet = [answer(True, 0.7), answer(False, None, called=False)]
+    # A model that never calls where none is due needs no bar.
+    quiet = [answer(True, 0.7), answer(True, 0.9), answer(False, None, called=False)]
     assert choose_bar(quiet) == 0.0
+
+
+def test_a_model_that_calls_where_none_fits_gets_the_bar_even_above_its_unwanted_calls() -> None:
+    """Its unwanted calls (requests with their tool withheld) are as sure as its right
+    ones: no bar turns them down, but the bar still turns down what is less sure in use."""
+    right = [answer(True, p) for p in (0.8, 0.9, 0.93, 0.95, 0.96, 0.97, 0.97, 0.98, 0.98, 0.99)]
+    unwanted = [answer(False, p) for p in (0.96, 0.98)] + [answer(False, None, called=False)]
+    bar = choose_bar(right + unwanted)
+    assert bar == pytest.approx(0.85)  # one right call in ten given up, midway below the next
+    assert sum(a.right_at(bar) for a in right) == 9
 
 
 def test_a_first_request_and_one_after_earlier_turns_each_get_their_own_bar() -> None:
