@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -10,7 +11,8 @@ from tests.core.calibration.samples import (
     TOOLS,
     sure_model,
 )
-from tests.support.fakes import ScriptedProvider, Step
+from desktop.core.messages import ToolCall
+from tests.support.fakes import Request, ScriptedProvider, Step
 
 
 async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
@@ -35,11 +37,44 @@ async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
 async def test_native_is_chosen_only_where_it_does_better() -> None:
     """With native tool calling on offer, the same questions go to that track too; this
     fake's native answers are plain text, so the gated track is kept."""
-    calibrator = Calibrator(sure_model(), TOOLS, "m", native=True)
+    model = sure_model()
+    calibrator = Calibrator(model, TOOLS, "m", native=True)
     calibration = await calibrator.run()
     assert [s.track for s in calibration.scores] == ["constrained", "native"]
     native = calibration.scores[1]
     assert native.due_right == 0 and calibration.track == "constrained"
+    # It stops asking once right answers to the rest could not make it the better track.
+    few = min(FULL_ANSWERS, sum(c.due for c in calibrator.cases))
+    few += min(FULL_ANSWERS, sum(not c.due for c in calibrator.cases))
+    asked = sum(bool(r.tools) for r in model.requests)  # only the native track sends tools
+    assert asked == native.due + native.quiet < few
+
+
+async def test_a_native_track_that_does_better_is_chosen() -> None:
+    """This model's native answers are right calls where one is due and text elsewhere;
+    its gated track opens a call on everything with the same odds (no bar can help)."""
+    fits = {e.prompt: (t.name, e.arguments) for t in TOOLS for e in t.examples}
+
+    def respond(request: Request) -> Step | str:
+        asked = next((f for p, f in fits.items() if p in request.messages[-1].text), None)
+        if request.tools:  # the native track
+            if asked is None:
+                return "In words."
+            return Step(tool_calls=[ToolCall("n", asked[0], dict(asked[1]))])
+        if request.options.phase == "call-odds":
+            return Step(odds=[("{", 0.9), ("Sure", 0.1)])
+        if request.options.phase == "constrained":
+            return json.dumps(
+                [{"name": TOOLS[0].name, "arguments": TOOLS[0].examples[0].arguments}]
+            )
+        return Step(chunks=['{"name": "', f'{TOOLS[0].name}", "arguments"'])
+
+    model = ScriptedProvider([respond] * 5000, constrains_json=True, reports_token_odds=True)
+    calibrator = Calibrator(model, TOOLS, "m", native=True)
+    calibration = await calibrator.run()
+    gated, native = calibration.scores
+    assert native.due + native.quiet == 2 * FULL_ANSWERS  # it was asked them all
+    assert native.score > gated.score and calibration.track == "native"
 
 
 async def test_a_chat_pauses_the_run_and_the_question_is_asked_again() -> None:
