@@ -7,11 +7,11 @@ import pytest
 
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.questions import FULL_ANSWERS
+from desktop.core.messages import ToolCall
 from tests.core.calibration.samples import (
     TOOLS,
     sure_model,
 )
-from desktop.core.messages import ToolCall
 from tests.support.fakes import Request, ScriptedProvider, Step
 
 
