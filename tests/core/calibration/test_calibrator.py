@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -103,3 +104,20 @@ async def test_cancelling_the_run_ends_it() -> None:
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
+
+
+def test_the_native_track_must_win_by_more_than_one_answer() -> None:
+    from desktop.core.calibration.calibrator import NATIVE_MARGIN, _wins
+    from desktop.core.calibration.scoring import Bars, score
+    from tests.core.calibration.samples import answer
+
+    def native(wrong: int) -> list[Any]:  # 6 due and 6 quiet questions, `wrong` of them due
+        due = [answer(True, None, right=i >= wrong) for i in range(6)]
+        return due + [answer(False, None, called=False) for _ in range(6)]
+
+    bars = Bars(0.0, 0.0)
+    first = score(native(3), bars)  # the emulated track's score on the same questions
+    assert NATIVE_MARGIN == 2
+    assert not _wins(native(3), bars, first)  # as good: the default track stays
+    assert not _wins(native(2), bars, first)  # one answer better: noise
+    assert _wins(native(1), bars, first)  # two better
