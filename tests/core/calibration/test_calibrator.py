@@ -106,18 +106,21 @@ async def test_cancelling_the_run_ends_it() -> None:
         await run
 
 
-def test_the_native_track_must_win_by_more_than_one_answer() -> None:
+def test_the_native_track_must_win_by_more_than_one_answer_and_on_the_calls() -> None:
     from desktop.core.calibration.calibrator import NATIVE_MARGIN, _wins
-    from desktop.core.calibration.scoring import Bars, score
+    from desktop.core.calibration.scoring import Bars
     from tests.core.calibration.samples import answer
 
-    def native(wrong: int) -> list[Any]:  # 6 due and 6 quiet questions, `wrong` of them due
+    def track(wrong: int, loud: int = 0) -> list[Any]:
+        """6 due questions, `wrong` of them wrong; 6 quiet ones, `loud` of them called."""
         due = [answer(True, None, right=i >= wrong) for i in range(6)]
-        return due + [answer(False, None, called=False) for _ in range(6)]
+        return due + [answer(False, None, called=i < loud) for i in range(6)]
 
     bars = Bars(0.0, 0.0)
-    first = score(native(3), bars)  # the emulated track's score on the same questions
+    first = track(3)  # the emulated track's answers to the same questions
     assert NATIVE_MARGIN == 2
-    assert not _wins(native(3), bars, first)  # as good: the default track stays
-    assert not _wins(native(2), bars, first)  # one answer better: noise
-    assert _wins(native(1), bars, first)  # two better
+    assert not _wins(track(3), first, bars)  # as good: the default track stays
+    assert not _wins(track(2), first, bars)  # one answer better: noise
+    assert _wins(track(1), first, bars)  # two better, both calls
+    # Quieter, not better at calls: what made both models choose a worse native track.
+    assert not _wins(track(3), track(3, loud=3), bars)
