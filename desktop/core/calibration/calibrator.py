@@ -93,12 +93,12 @@ class Calibrator:
             if how == "opening":
                 decided.append(await self._ask(partial(opening, track, case)))
             elif name == "native" and not _may_win(full["native"], few, *reference()):
+                self.progress(len(plan), len(plan))
                 break  # right answers to all the rest would not make it the better track
             else:
                 provider: Provider = native if name == "native" else track
                 full[name].append(await self._ask(partial(answer, provider, case)))
             self.progress(done, len(plan))
-        self.progress(len(plan), len(plan))
         if not gated:
             decided = full[first]
         self.decided = decided

@@ -36,12 +36,11 @@ class TrackScore:
         cls,
         track: TrackName,
         decisions: Sequence[Answer],
-        bars: Bars | float,
+        bars: Bars,
         calls: Sequence[Answer] | None = None,
     ) -> TrackScore:
         """The track's score at `bars`: whether it calls where it should from `decisions`,
         how good its calls are from `calls` (answers in full; `decisions` if they are)."""
-        bars = bars if isinstance(bars, Bars) else Bars(bars, bars)
         calls = decisions if calls is None else calls
         due = [a for a in decisions if a.due]
         quiet = [a for a in decisions if not a.due]
