@@ -6,6 +6,8 @@ spec with a handler): providers and tracks only ever send specs.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +35,11 @@ class ToolSpec:
         if self.parameters.get("type", "object") != "object":
             raise ValueError(f"tool {self.name!r}: parameters must be an object schema")
         try:
-            jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
-        except jsonschema.SchemaError as exc:
-            problem = exc.message
-            raise ValueError(f"tool {self.name!r}: invalid parameter schema: {problem}") from exc
+            canonical = json.dumps(self.parameters, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tool {self.name!r}: parameter schema is not JSON: {exc}") from exc
+        if problem := _schema_problem(canonical):
+            raise ValueError(f"tool {self.name!r}: invalid parameter schema: {problem}")
 
     @property
     def required(self) -> list[str]:
@@ -57,3 +60,15 @@ class ToolSpec:
                 "parameters": self.parameters,
             },
         }
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_problem(canonical: str) -> str | None:
+    """Checking a schema against its metaschema takes milliseconds, and the same schemas
+    come back (each MCP listing, each calibration, each test): check each text once."""
+    schema = json.loads(canonical)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return str(exc.message)
+    return None

@@ -65,6 +65,16 @@ def test_a_bad_schema_is_refused_at_definition() -> None:
         Tool("t", "d", {"type": "string"}, echo)
     with pytest.raises(ValueError, match="tool name"):
         Tool("has space", "d", {"type": "object"}, echo)
+    with pytest.raises(ValueError, match="not JSON"):
+        Tool("t", "d", {"type": "object", "default": object()}, echo)
+
+
+def test_a_bad_schema_is_refused_every_time_it_comes() -> None:
+    """The metaschema check is remembered per schema text; the refusal must be too."""
+    bad = {"type": "object", "properties": {"a": {"minLength": -1}}}
+    for _ in range(2):
+        with pytest.raises(ValueError, match="invalid parameter schema"):
+            Tool("t", "d", dict(bad), echo)
 
 
 def test_two_tools_with_one_name_are_refused() -> None:
