@@ -381,12 +381,15 @@ def requantized(model: Path, kind: str) -> Path:
 
 
 async def run_calibrated(
-    url: str, cases: list[dict[str, Any]], checker: Any, history: int = 0
+    url: str, cases: list[dict[str, Any]], checker: Any, distractors: int = 0, history: int = 0
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Calibrate on one half of the set's tools, measure on the other half, and swap."""
+    """Calibrate on one half of the set's tools, measure on the other half, and swap; with
+    `distractors` or `history`, each half is also measured padded or deep, under the same
+    calibration (a person's model is calibrated once, then meets both)."""
     halves = [cases[0::2], cases[1::2]]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     both: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    padded: dict[str, list[dict[str, Any]]] = defaultdict(list)
     deep: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for measured in (0, 1):
         started = time.perf_counter()
@@ -404,7 +407,14 @@ async def run_calibrated(
         results[name] = rows
         for category, chosen in rows.items():
             both[category] += chosen
-        if history:  # the same calibration, each case after earlier turns
+        if distractors:
+            more = await run_mode(
+                "calibrated", url, halves[measured], checker, distractors=distractors,
+                calibration=calibration,
+            )  # fmt: skip
+            for category, chosen in more.items():
+                padded[category] += chosen
+        if history:
             later = await run_mode(
                 "calibrated", url, halves[measured], checker, history=history,
                 calibration=calibration, refusals=True,
@@ -412,6 +422,8 @@ async def run_calibrated(
             for category, chosen in later.items():
                 deep[category] += chosen
     results["calibrated (both halves)"] = dict(both)
+    if distractors:
+        results[f"calibrated (both halves) +{distractors} distractors"] = dict(padded)
     if history:
         results[f"calibrated (both halves) after {history} turns"] = dict(deep)
     return results
@@ -458,7 +470,7 @@ async def main() -> None:
         variants += [(0, args.history)] if args.history else []
         for mode in modes:
             if mode == "calibrated":
-                results |= await run_calibrated(url, cases, checker, args.history)
+                results |= await run_calibrated(url, cases, checker, args.distractors, args.history)
                 continue
             for padding, turns in variants:
                 name = mode + (f" +{padding} distractors" if padding else "")

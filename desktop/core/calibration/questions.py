@@ -45,6 +45,9 @@ OPTIONS = RequestOptions(temperature=0, seed=11, max_tokens=256)
 # The call gate may turn at most this share of right calls into text answers: a call
 # that is due is what tools are for. Below that it turns down all the unwanted calls it can.
 KEEP_RIGHT_CALLS = 0.9
+# How deep the questions asked "after earlier turns" are: four turns, as in a chat that has
+# already used a tool or two.
+EARLIER_TURNS = 4
 # Where no call is due and the track cannot stop at the answer's opening, this many tokens
 # show whether it calls (a call cut short still counts as one).
 QUIET_TOKENS = 48
@@ -87,16 +90,26 @@ def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
             due.append(Case("distracted", ask, tuple(_in_order(tools, [fresh, *beside])), expected))
             withheld = rng.sample(others, min(OFFERED - 1, len(others)))
             quiet.append(Case("unfit", ask, tuple(_in_order(tools, withheld)), ()))
-    for (one, first), (two, second) in zip(examples[::2], examples[1::2], strict=False):
-        # Deep in a conversation: asked after a turn with a call and its result, and one of
-        # chit-chat (models call less surely there).
-        before = (
-            *_a_turn_with_a_call(two, second),
-            Message.user(CHIT_CHAT[len(due) % len(CHIT_CHAT)]),
-            Message.assistant("Sure, here you go."),
-        )
+    for at, ((one, first), (two, second)) in enumerate(
+        zip(examples[::2], examples[1::2], strict=False)
+    ):
+        # Deep in a conversation: asked after EARLIER_TURNS turns, every other one with a
+        # call and its result, the rest chit-chat. Models open calls less surely the deeper
+        # they are (the bundled model's odds: about 0.93 first, 0.83 one call turn deep,
+        # 0.5-0.8 four turns deep), so the later bar is placed as deep as chats get.
+        before: list[Message] = []
+        earlier: list[tuple[ToolSpec, Example]] = []
+        for turn in range(EARLIER_TURNS):
+            if turn % 2 == 0:
+                used, example = _earlier_call(examples, at, turn, (one, first), (two, second))
+                earlier.append((used, example))
+                before += _a_turn_with_a_call(used, example)
+            else:
+                chat = CHIT_CHAT[(len(due) + turn) % len(CHIT_CHAT)]
+                before += [Message.user(chat), Message.assistant("Sure, here you go.")]
         expected = ((one.name, dict(first.arguments)),)
-        offered = _in_order(tools, [_without(one, first), *([two] if two.name != one.name else [])])
+        shown = {t.name: t for t, _ in earlier if t.name != one.name}
+        offered = _in_order(tools, [_without(one, first), *shown.values()])
         later = (*before, Message.user(first.prompt))
         due.append(Case("later", later, tuple(offered), expected))
         if unrelated := [t for t in tools if t.name != one.name]:
@@ -128,6 +141,21 @@ def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
     chosen = _by_kind(due, MAX_CASES - quiet_count) + _by_kind(quiet, quiet_count)
     rng.shuffle(chosen)
     return chosen
+
+
+def _earlier_call(
+    examples: Sequence[tuple[ToolSpec, Example]],
+    pair: int,
+    turn: int,
+    asked: tuple[ToolSpec, Example],
+    paired: tuple[ToolSpec, Example],
+) -> tuple[ToolSpec, Example]:
+    """The tool and example of an earlier turn's call: the paired example first, then
+    others in turn, never the question's own example (that would answer it already)."""
+    if turn == 0:
+        return paired
+    other = examples[(2 * pair + 2 + turn) % len(examples)]
+    return paired if other[1] == asked[1] else other
 
 
 def _a_turn_with_a_call(tool: ToolSpec, example: Example) -> tuple[Message, ...]:

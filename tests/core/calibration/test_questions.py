@@ -47,3 +47,19 @@ def test_requests_after_earlier_turns_are_asked_with_and_without_their_tool() ->
             prompt = case.messages[-1].text
             owner = next(t for t in TOOLS if any(e.prompt == prompt for e in t.examples))
             assert owner.name not in {t.name for t in case.tools} and case.tools
+
+
+def test_later_requests_come_as_deep_as_a_working_chat_with_calls_in_between() -> None:
+    from desktop.core.calibration.questions import EARLIER_TURNS
+    from desktop.core.tracks.prompt import split_turns
+
+    for case in cases_for(TOOLS):
+        if case.kind not in {"later", "unfit-later"}:
+            continue
+        earlier, _ = split_turns(case.messages)
+        asked = [m.text for m in case.messages if m.role == "user"]
+        assert len(asked) == EARLIER_TURNS + 1
+        calls = [c for m in case.messages for c in m.tool_calls]
+        assert len(calls) == (EARLIER_TURNS + 1) // 2
+        assert asked[-1] not in asked[:-1]  # no earlier turn answered the question already
+        assert earlier
