@@ -208,10 +208,8 @@ async def calibrate_on(
         calibration = await calibrator.run()
     finally:
         await base.aclose()
-    answers = [
-        {"kind": a.kind, "due": a.due, "called": a.called, "right": a.right, "odds": a.odds}
-        for a in calibrator.decided
-    ]
+    keys = ("kind", "due", "called", "right", "odds", "seconds")
+    answers = [{key: getattr(a, key) for key in keys} for a in calibrator.decided]
     return calibration, answers
 
 

@@ -40,6 +40,9 @@ class Answer:
     completion_tokens: int
     seconds: float
     arguments_right: bool = False  # and their arguments were the example's
+    # Asked after earlier turns: the odds for the current turn alone (the gate's second
+    # look at a call that fails the later bar, judged by the first bar).
+    alone_odds: float | None = None
 
     @property
     def later(self) -> bool:
@@ -52,7 +55,10 @@ class Answer:
         return self.right if called else not self.due
 
     def right_with(self, bars: Bars) -> bool:
-        """Was the outcome right with the gate's bars (its own kind's bar judging)?"""
+        """Was the outcome right with the gate's bars (its own kind's bar judging, and for
+        a later request the first bar on its second look)?"""
+        if self.called and self.alone_odds is not None and self.alone_odds >= bars.first:
+            return self.right
         return self.right_at(bars.later if self.later else bars.first)
 
 
@@ -109,7 +115,10 @@ async def opening(provider: ConstrainedTools, case: Case) -> Answer:
     seen = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
     right = case.due and seen.call and seen.tool in {name for name, _ in case.expected}
     seconds = time.perf_counter() - started
-    return Answer(case.kind, case.due, seen.call, right, seen.odds, False, False, 0, 0, seconds)
+    return Answer(
+        case.kind, case.due, seen.call, right, seen.odds, False, False, 0, 0, seconds,
+        alone_odds=seen.alone,
+    )  # fmt: skip
 
 
 async def answer(provider: Provider, case: Case) -> Answer:

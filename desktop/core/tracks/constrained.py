@@ -94,6 +94,8 @@ class Opening:
     call: bool
     tool: str | None
     odds: float | None
+    # After earlier turns: the odds for the current turn asked alone (see `second_look`).
+    alone: float | None = None
 
 
 def call_odds(alternatives: Iterable[tuple[str, float]]) -> float:
@@ -116,6 +118,9 @@ class ConstrainedTools(ProviderWrapper):
     A request after earlier turns has a bar of its own (`later_call_odds`): there a model
     opens its calls less surely (the bundled model's best bar on the BFCL set was 0.90 for
     a first request and 0.54 after four earlier turns), so one bar fits one or the other.
+    How much less surely depends on what the earlier turns were, which no calibration can
+    foresee; so a call that fails the later bar gets a second look, the current turn asked
+    alone and judged by the first request's bar (`second_look`).
     """
 
     def __init__(
@@ -140,6 +145,21 @@ class ConstrainedTools(ProviderWrapper):
             later = "" if self.bar_source == "uncalibrated" else ", after earlier turns"
             return self.later_call_odds, f"{self.bar_source}{later}"
         return self.min_call_odds, self.bar_source
+
+    async def second_look(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+    ) -> float | None:
+        """The odds of a call for the current turn without the earlier ones (None for a
+        first request): as sure as the request makes the model by itself. One more
+        one-token probe, whose prompt is the tool prompt the server has cached plus the
+        turn."""
+        earlier, current = split_turns(messages)
+        if not earlier:
+            return None
+        return await self._odds_of_a_call(emulated_history(current, tools), options)
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
@@ -175,7 +195,10 @@ class ConstrainedTools(ProviderWrapper):
             return Opening(False, None, None)
         tool = named.group(1) if named else None
         sure = not gate.buffer[: gate.released].strip() and self.features.reports_token_odds
-        return Opening(True, tool, await self._odds_of_a_call(history, options) if sure else None)
+        if not sure:
+            return Opening(True, tool, None)
+        odds = await self._odds_of_a_call(history, options)
+        return Opening(True, tool, odds, await self.second_look(messages, tools, options))
 
     async def stream(
         self,
@@ -231,6 +254,11 @@ class ConstrainedTools(ProviderWrapper):
             odds = await self._odds_of_a_call(history, options)
             judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
+            alone = None if judged.passed else await self.second_look(messages, tools, options)
+            if alone is not None:
+                raw += f"\n[odds of a call, the turn alone: {alone:.2f}]"
+                looked = CallGate(alone, self.min_call_odds, f"{self.bar_source}, the turn alone")
+                judged = looked if looked.passed else judged
             if not judged.passed:
                 answer = self._plain_answer(messages, tools, options, raw, judged)
                 async for event in answer:

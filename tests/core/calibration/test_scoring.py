@@ -71,3 +71,19 @@ def test_a_first_request_and_one_after_earlier_turns_each_get_their_own_bar() ->
     one = choose_bar(first + later)  # a single bar gets some of them wrong
     assert not all(a.right_at(one) for a in first + later)
     assert score(first + later, bars) == 1.0 > score(first + later, one)
+
+
+def test_a_later_answer_under_its_bar_is_judged_again_by_its_turn_alone() -> None:
+    """As the gate does it: in context 0.5 fails the later bar, alone 0.95 passes the
+    first; a due call then counts as made (right), an unwanted one as made (wrong)."""
+    from dataclasses import replace
+
+    from desktop.core.calibration.scoring import Bars
+
+    bars = Bars(first=0.9, later=0.6)
+    due = replace(answer(True, 0.5), kind="later")
+    unwanted = replace(answer(False, 0.5), kind="unfit-later")
+    assert not due.right_with(bars) and unwanted.right_with(bars)
+    assert replace(due, alone_odds=0.95).right_with(bars)
+    assert not replace(unwanted, alone_odds=0.95).right_with(bars)
+    assert not replace(due, alone_odds=0.7).right_with(bars)  # alone, still unsure

@@ -253,7 +253,7 @@ def test_a_million_chart_points_are_refused_fast_with_a_short_reason() -> None:
     reason = box.validate(
         "create_chart", box.repaired(ToolCall("c", "create_chart", arguments)).arguments
     )
-    assert time.perf_counter() - started < 1.0  # was 13 s
+    assert time.perf_counter() - started < 5.0  # was 13 s; about 0.3 s, room for a busy machine
     assert reason is not None and "more than 10000 values" in reason
 
 

@@ -347,3 +347,49 @@ async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
     # Uncalibrated, or calibrated before there were two bars: one bar for both.
     one = ConstrainedTools(ScriptedProvider([]), min_call_odds=0.8)
     assert one.bar_for([*earlier, Message.user("?")]) == (0.8, "uncalibrated")
+
+
+async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone() -> None:
+    """In context the odds are 0.5 (under the later bar, 0.6); the turn asked alone gives
+    0.95 (over the first bar, 0.9): the call is made, and the gate says why. Alone at 0.7
+    it is not."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+    from desktop.core.tracks.prompt import EARLIER_HEAD
+
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    messages = [*earlier, Message.user("Search for rust")]
+    outcomes = []
+    for alone in (0.95, 0.7):
+        script: list[Script] = [
+            Step(chunks=['{"name": "search"']),
+            Step(odds=[("{", 0.5)]),
+            Step(odds=[("{", alone)]),
+            Step(chunks=[CALL]) if alone > 0.9 else "Rust is a language.",
+        ]
+        provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
+        track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
+                                 bar_source="calibrated 2026-12-01")  # fmt: skip
+        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        reply = next(e for e in events if isinstance(e, Reply))
+        looked = provider.requests[2]
+        assert EARLIER_HEAD in provider.requests[1].messages[0].text
+        assert EARLIER_HEAD not in looked.messages[0].text  # the turn alone, no transcript
+        assert looked.messages[-1].text.endswith("Search for rust")
+        assert f"[odds of a call, the turn alone: {alone:.2f}]" in reply.raw
+        assert reply.gate is not None
+        outcomes.append((reply.gate.odds, reply.gate.bar, reply.gate.source, bool(reply.tool_calls)))
+    assert outcomes == [
+        (0.95, 0.9, "calibrated 2026-12-01, the turn alone", True),
+        (0.5, 0.6, "calibrated 2026-12-01, after earlier turns", False),
+    ]
+
+
+async def test_a_first_request_gets_no_second_look() -> None:
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    script: list[Script] = [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]), "Words."]
+    provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
+    track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6)
+    events = [e async for e in track.stream([Message.user("Hi")], [SEARCH], RequestOptions())]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert len(provider.requests) == 3 and "turn alone" not in reply.raw and not reply.tool_calls
