@@ -377,7 +377,9 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
         assert looked.messages[-1].text.endswith("Search for rust")
         assert f"[odds of a call, the turn alone: {alone:.2f}]" in reply.raw
         assert reply.gate is not None
-        outcomes.append((reply.gate.odds, reply.gate.bar, reply.gate.source, bool(reply.tool_calls)))
+        outcomes.append(
+            (reply.gate.odds, reply.gate.bar, reply.gate.source, bool(reply.tool_calls))
+        )
     assert outcomes == [
         (0.95, 0.9, "calibrated 2026-12-01, the turn alone", True),
         (0.5, 0.6, "calibrated 2026-12-01, after earlier turns", False),
