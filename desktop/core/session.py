@@ -471,6 +471,8 @@ class Session:
         if isinstance(active, ConstrainedTools):
             bar, source = active.bar_for(conversation)
             trace.gate = {"bar": bar, "source": source}
+            if second := active.second_look_bar(conversation):
+                trace.gate |= {"alone_bar": second[0], "alone_source": second[1]}
         tools_on = preset is None or preset.tools
         turn = run_turn(
             active,

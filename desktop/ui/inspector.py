@@ -63,15 +63,27 @@ def step_sections(
     if step.get("thinking"):
         rows.append(("← thinking", step["thinking"]))
     rows.append(("← raw output", step.get("raw_output") or "(nothing)"))
+    probes = 0
     for phase in step.get("phases", []):
         options = phase["request"]["options"]
         output = phase.get("raw_output") or "(nothing)"
         if options.get("phase") == "call-odds":
+            probes += 1
+            # A second probe in a step is the gate's second look, at the turn alone.
+            second = probes > 1 and gate is not None and "alone_bar" in gate
             odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
-            rows.append(("→ odds of a call (one-token probe)", _pretty(options)))
+            title = (
+                "→ odds of a call, the turn alone (second look)"
+                if second
+                else ("→ odds of a call (one-token probe)")
+            )
+            rows.append((title, _pretty(options)))
             rows.append(("← first token's likeliest alternatives", odds or output))
             if gate is not None:
-                rows.append(_gate_row(phase.get("token_odds", []), gate))
+                judged_by = (
+                    {"bar": gate["alone_bar"], "source": gate["alone_source"]} if second else gate
+                )
+                rows.append(_gate_row(phase.get("token_odds", []), judged_by))
         elif options.get("phase") == "plain":
             rows.append(("→ plain answer (the model was unsure of its call)", ""))
             rows.append(("← plain output", output))

@@ -91,7 +91,8 @@ async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path)
     # The next request follows an earlier turn: the bar for such requests judges it.
     events = [e async for e in session.send(conversation, "What's the weather in Paris?")]
     assert events[-1].kind == "turn_finished"
-    later = {"bar": calibration.bars.later, "source": f"{calibration.source}, after earlier turns"}
+    later = {"bar": calibration.bars.later, "source": f"{calibration.source}, after earlier turns",
+             "alone_bar": calibration.bar, "alone_source": f"{calibration.source}, the turn alone"}  # fmt: skip
     assert session.traces[conversation][-1].gate == later
     assert calibration.later_bar is not None
     store.close()

@@ -56,6 +56,24 @@ def test_the_bar_that_judged_a_call() -> None:
     assert title == "call gate: 0.82 ≥ bar 0.00: call" and "uncalibrated" in text
 
 
+def test_the_second_look_is_judged_by_the_first_bar() -> None:
+    """After earlier turns: 0.55 in context fails the later bar, 0.95 alone passes the
+    first one; each probe has its own row and its own bar."""
+    probes = [phase({"phase": "call-odds"}, "{", [["{", p], ["Hi", 1 - p]]) for p in (0.55, 0.95)]
+    step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
+            "phases": probes}  # fmt: skip
+    gate = {"bar": 0.8, "source": "calibrated 2026-12-01, after earlier turns",
+            "alone_bar": 0.93, "alone_source": "calibrated 2026-12-01, the turn alone"}  # fmt: skip
+    rows = step_sections(step, gate)
+    judged = [(title, text) for title, text in rows if title.startswith("call gate")]
+    assert [title for title, _ in judged] == [
+        "call gate: 0.55 < bar 0.80: plain answer",
+        "call gate: 0.95 ≥ bar 0.93: call",
+    ]
+    assert "the turn alone" in judged[1][1] and "after earlier turns" in judged[0][1]
+    assert "→ odds of a call, the turn alone (second look)" in dict(rows)
+
+
 def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]
     from desktop.core.tracing import TurnTrace
     from desktop.ui.inspector import InspectorPanel

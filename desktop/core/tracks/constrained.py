@@ -146,6 +146,13 @@ class ConstrainedTools(ProviderWrapper):
             return self.later_call_odds, f"{self.bar_source}{later}"
         return self.min_call_odds, self.bar_source
 
+    def second_look_bar(self, messages: Sequence[Message]) -> tuple[float, str] | None:
+        """The bar a second look at this request's call is judged by, and its source:
+        the first request's, for a request after earlier turns; None for a first one."""
+        if not split_turns(messages)[0]:
+            return None
+        return self.min_call_odds, f"{self.bar_source}, the turn alone"
+
     async def second_look(
         self,
         messages: Sequence[Message],
@@ -257,7 +264,9 @@ class ConstrainedTools(ProviderWrapper):
             alone = None if judged.passed else await self.second_look(messages, tools, options)
             if alone is not None:
                 raw += f"\n[odds of a call, the turn alone: {alone:.2f}]"
-                looked = CallGate(alone, self.min_call_odds, f"{self.bar_source}, the turn alone")
+                second_bar = self.second_look_bar(messages)
+                assert second_bar is not None  # a second look is for later requests only
+                looked = CallGate(alone, *second_bar)
                 judged = looked if looked.passed else judged
             if not judged.passed:
                 answer = self._plain_answer(messages, tools, options, raw, judged)
