@@ -124,3 +124,22 @@ def test_the_native_track_must_win_by_more_than_one_answer_and_on_the_calls() ->
     assert _wins(track(1), first, bars)  # two better, both calls
     # Quieter, not better at calls: what made both models choose a worse native track.
     assert not _wins(track(3), track(3, loud=3), bars)
+
+
+async def test_questions_are_read_in_prompt_order_and_kept_in_their_own() -> None:
+    """Each question's prompt shares the longest start with the one before (the server's
+    cache reuses it); the answers still line up with the questions."""
+    from desktop.core.tracks.prompt import emulated_history
+
+    model = sure_model()
+    calibrator = Calibrator(model, TOOLS, "m")
+    await calibrator.run()
+    free = [r for r in model.requests if r.options.phase is None][: len(calibrator.cases)]
+    read = ["\n".join(m.text for m in r.messages) for r in free]
+    own = [
+        "\n".join(m.text for m in emulated_history(list(c.messages), list(c.tools)))
+        for c in calibrator.cases
+    ]
+    assert read == sorted(own) != own  # reordered for the cache
+    assert [a.kind for a in calibrator.decided] == [c.kind for c in calibrator.cases]
+    assert [a.due for a in calibrator.decided] == [c.due for c in calibrator.cases]
