@@ -75,7 +75,7 @@ def step_sections(
             title = (
                 "→ odds of a call, the turn alone (second look)"
                 if second
-                else ("→ odds of a call (one-token probe)")
+                else "→ odds of a call (one-token probe)"
             )
             rows.append((title, _pretty(options)))
             rows.append(("← first token's likeliest alternatives", odds or output))

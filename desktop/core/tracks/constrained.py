@@ -158,15 +158,16 @@ class ConstrainedTools(ProviderWrapper):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: RequestOptions,
-    ) -> float | None:
-        """The odds of a call for the current turn without the earlier ones (None for a
-        first request): as sure as the request makes the model by itself. One more
-        one-token probe, whose prompt is the tool prompt the server has cached plus the
-        turn."""
-        earlier, current = split_turns(messages)
-        if not earlier:
+    ) -> CallGate | None:
+        """The gate on the current turn without the earlier ones (None for a first
+        request): as sure as the request makes the model by itself, against the first
+        request's bar. One more one-token probe, whose prompt is the tool prompt the server
+        has cached plus the turn."""
+        bar = self.second_look_bar(messages)
+        if bar is None:
             return None
-        return await self._odds_of_a_call(emulated_history(current, tools), options)
+        current = split_turns(messages)[1]
+        return CallGate(await self._odds_of_a_call(emulated_history(current, tools), options), *bar)
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
@@ -205,7 +206,8 @@ class ConstrainedTools(ProviderWrapper):
         if not sure:
             return Opening(True, tool, None)
         odds = await self._odds_of_a_call(history, options)
-        return Opening(True, tool, odds, await self.second_look(messages, tools, options))
+        looked = await self.second_look(messages, tools, options)
+        return Opening(True, tool, odds, looked.odds if looked else None)
 
     async def stream(
         self,
@@ -261,12 +263,9 @@ class ConstrainedTools(ProviderWrapper):
             odds = await self._odds_of_a_call(history, options)
             judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
-            alone = None if judged.passed else await self.second_look(messages, tools, options)
-            if alone is not None:
-                raw += f"\n[odds of a call, the turn alone: {alone:.2f}]"
-                second_bar = self.second_look_bar(messages)
-                assert second_bar is not None  # a second look is for later requests only
-                looked = CallGate(alone, *second_bar)
+            looked = None if judged.passed else await self.second_look(messages, tools, options)
+            if looked is not None:
+                raw += f"\n[odds of a call, the turn alone: {looked.odds:.2f}]"
                 judged = looked if looked.passed else judged
             if not judged.passed:
                 answer = self._plain_answer(messages, tools, options, raw, judged)
