@@ -36,8 +36,8 @@ class ToolSpec:
             raise ValueError(f"tool {self.name!r}: parameters must be an object schema")
         try:
             canonical = json.dumps(self.parameters, sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"tool {self.name!r}: parameter schema is not JSON: {exc}") from exc
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"tool {self.name!r}: parameter schema is not JSON: {exc}") from None
         if problem := _schema_problem(canonical):
             raise ValueError(f"tool {self.name!r}: invalid parameter schema: {problem}")
 

@@ -67,6 +67,11 @@ def test_a_bad_schema_is_refused_at_definition() -> None:
         Tool("has space", "d", {"type": "object"}, echo)
     with pytest.raises(ValueError, match="not JSON"):
         Tool("t", "d", {"type": "object", "default": object()}, echo)
+    deep: dict[str, object] = {}
+    for _ in range(100_000):
+        deep = {"x": deep}
+    with pytest.raises(ValueError, match="not JSON"):  # an MCP server's schema, too deep
+        Tool("t", "d", {"type": "object", "properties": deep}, echo)
 
 
 def test_a_bad_schema_is_refused_every_time_it_comes() -> None:
