@@ -71,14 +71,24 @@ def test_fuzzed_answers_through_the_loop(answer: str) -> None:
     asyncio.run(through_the_loop(answer))
 
 
-@settings(max_examples=300, deadline=None)
-@given(answer=answers, repeat=st.integers(min_value=50, max_value=400))
+def best_time(text: str) -> float:
+    """The fastest of three parses: a pause of the machine slows one, rarely all three."""
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        parse_answer(text, ["forecast"])
+        timings.append(time.perf_counter() - started)
+    return min(timings)
+
+
+@settings(max_examples=150, deadline=None)
+@given(answer=answers, repeat=st.integers(min_value=20, max_value=120))
 def test_parse_time_stays_linear(answer: str, repeat: int) -> None:
-    """However the pieces repeat, about a microsecond a character, never the square."""
-    text = answer * repeat
-    started = time.perf_counter()
-    parse_answer(text, ["forecast"])
-    assert time.perf_counter() - started < 0.05 + 2e-5 * len(text)
+    """Eight times the answer takes about eight times as long, never the square (64x).
+    Measured side by side, so a slow machine slows both; the floor covers timer noise."""
+    short = best_time(answer * repeat)
+    long = best_time(answer * (repeat * 8))
+    assert long < 24 * short + 0.01, (len(answer) * repeat, short, long)
 
 
 def mutated(rng: random.Random) -> str:
