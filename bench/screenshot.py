@@ -16,6 +16,9 @@ With `--calibration`, the app with 40 more tools (from the BFCL set, so that the
 selection picks): the model calibrating (`calibrating.png`), its reliability card in
 Settings (`reliability-card.png`) and a turn's offered tools in the inspector
 (`tool-selection.png`).
+With `--second-look`, the model calibrated on the app's own tools, then three questions in
+one chat (the calculator, a joke, the time in Tokyo): the inspector on the last turn, at
+the call gate's second look if it took one (`second-look.png`).
 """
 
 from __future__ import annotations
@@ -193,6 +196,50 @@ async def shoot_calibration(out: Path) -> None:
         print(f"saved calibrating.png, reliability-card.png, tool-selection.png in {out}")
 
 
+SECOND_LOOK = "→ odds of a call, the turn alone (second look)"
+
+
+async def shoot_second_look(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    async with real_app(show_inspector=True) as (window, controller, session):
+        window.resize(1400, 860)
+        window.show()
+        controller.reconnect()
+        await wait_for(lambda: session.connection.ok, 60, "the connection")
+        controller.calibrate()
+        await wait_for(lambda: controller.calibrating, 10, "the calibration to start")
+        await wait_for(lambda: not controller.calibrating, 900, "the calibration")
+        card = session.calibration
+        assert card is not None
+        print(f"calibrated in {card.seconds:.0f} s: bars {card.bar} / {card.later_bar}")
+        for question in (
+            "What is 1234 * 5678?",
+            "Tell me a short joke.",
+            "What time is it in Tokyo right now?",
+        ):
+            window.composer.setPlainText(question)
+            window.send()
+            await wait_for(lambda: controller.busy, 10, "the turn to start")
+            await wait_for(lambda: not controller.busy, 300, "the answer")
+        await asyncio.sleep(0.5)
+        tree = window.inspector.tree
+        rows = [
+            tree.topLevelItem(i).child(j)
+            for i in range(tree.topLevelItemCount())
+            for j in range(tree.topLevelItem(i).childCount())
+        ]
+        looked = [row for row in rows if row.text(0) == SECOND_LOOK]
+        gates = [row for row in rows if row.text(0).startswith("call gate")]
+        if gates:
+            tree.setCurrentItem(gates[-1])
+        if looked:
+            tree.scrollToItem(looked[0])
+        print("the last turn's gate:", [row.text(0) for row in gates] or "none")
+        await asyncio.sleep(0.3)
+        window.grab().save(str(out / "second-look.png"))
+        print(f"saved {out / 'second-look.png'}")
+
+
 def shoot_data_folder(out: Path) -> None:
     """The app started over a damaged, then a read-only, data folder: the screen a few
     seconds later (the dialog it shows), grabbed from the X display by another process."""
@@ -279,6 +326,8 @@ def main() -> int:
                         help="the first run and the Models dialog mid-download")  # fmt: skip
     parser.add_argument("--look", action="store_true",
                         help="a branched conversation in the light and the dark theme")  # fmt: skip
+    parser.add_argument("--second-look", action="store_true",
+                        help="the call gate's second look deep in a chat")  # fmt: skip
     args = parser.parse_args()
     if args.data_folder:
         shoot_data_folder(args.out)
@@ -291,6 +340,7 @@ def main() -> int:
         shoot_calibration(args.out) if args.calibration
         else shoot_models(args.out) if args.models
         else shoot_look(args.out) if args.look
+        else shoot_second_look(args.out) if args.second_look
         else shoot(args.out)
     )  # fmt: skip
     run_on_qt(QApplication(sys.argv[:1]), shots)

@@ -63,14 +63,13 @@ def step_sections(
     if step.get("thinking"):
         rows.append(("← thinking", step["thinking"]))
     rows.append(("← raw output", step.get("raw_output") or "(nothing)"))
-    probes = 0
     for phase in step.get("phases", []):
         options = phase["request"]["options"]
         output = phase.get("raw_output") or "(nothing)"
         if options.get("phase") == "call-odds":
-            probes += 1
-            # A second probe in a step is the gate's second look, at the turn alone.
-            second = probes > 1 and gate is not None and "alone_bar" in gate
+            # The gate's second look asks about the turn alone: its prompt is not the step's.
+            alone = phase["request"]["messages"] != request["messages"]
+            second = alone and gate is not None and "alone_bar" in gate
             odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
             title = (
                 "→ odds of a call, the turn alone (second look)"
@@ -85,7 +84,7 @@ def step_sections(
                 )
                 rows.append(_gate_row(phase.get("token_odds", []), judged_by))
         elif options.get("phase") == "plain":
-            rows.append(("→ plain answer (the model was unsure of its call)", ""))
+            rows.append(("→ plain answer (the call gate said no call)", ""))
             rows.append(("← plain output", output))
         else:
             rows.append(("→ constrained re-ask (JSON Schema)", _pretty(options.get("json_schema"))))

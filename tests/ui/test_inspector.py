@@ -6,10 +6,21 @@ from desktop.ui.inspector import step_sections
 
 
 def phase(
-    options: dict[str, object], raw: str, odds: list[list[object]] | None = None
+    options: dict[str, object],
+    raw: str,
+    odds: list[list[object]] | None = None,
+    messages: list[dict[str, object]] | None = None,
 ) -> dict[str, object]:
-    return {"request": {"messages": [], "tools": [], "options": options}, "raw_output": raw,
-            "token_odds": odds or []}  # fmt: skip
+    return {"request": {"messages": messages or [], "tools": [], "options": options},
+            "raw_output": raw, "token_odds": odds or []}  # fmt: skip
+
+
+CONVERSATION: list[dict[str, object]] = [{"role": "system", "parts": [{"text": "Tools, and earlier turns"}]},
+                {"role": "user", "parts": [{"text": "Weather in Oslo?"}]}]  # fmt: skip
+ALONE: list[dict[str, object]] = [{"role": "system", "parts": [{"text": "Tools"}]},
+         {"role": "user", "parts": [{"text": "Weather in Oslo?"}]}]  # fmt: skip
+GATE = {"bar": 0.8, "source": "calibrated 2026-12-01, after earlier turns",
+        "alone_bar": 0.93, "alone_source": "calibrated 2026-12-01, the turn alone"}  # fmt: skip
 
 
 def test_each_phase_of_a_step_has_its_own_rows() -> None:
@@ -59,12 +70,13 @@ def test_the_bar_that_judged_a_call() -> None:
 def test_the_second_look_is_judged_by_the_first_bar() -> None:
     """After earlier turns: 0.55 in context fails the later bar, 0.95 alone passes the
     first one; each probe has its own row and its own bar."""
-    probes = [phase({"phase": "call-odds"}, "{", [["{", p], ["Hi", 1 - p]]) for p in (0.55, 0.95)]
-    step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
+    probes = [
+        phase({"phase": "call-odds"}, "{", [["{", p], ["Hi", 1 - p]], messages)
+        for p, messages in ((0.55, CONVERSATION), (0.95, ALONE))
+    ]
+    step = {"request": {"messages": CONVERSATION, "tools": [], "options": {}}, "events": [],
             "phases": probes}  # fmt: skip
-    gate = {"bar": 0.8, "source": "calibrated 2026-12-01, after earlier turns",
-            "alone_bar": 0.93, "alone_source": "calibrated 2026-12-01, the turn alone"}  # fmt: skip
-    rows = step_sections(step, gate)
+    rows = step_sections(step, GATE)
     judged = [(title, text) for title, text in rows if title.startswith("call gate")]
     assert [title for title, _ in judged] == [
         "call gate: 0.55 < bar 0.80: plain answer",
@@ -72,6 +84,20 @@ def test_the_second_look_is_judged_by_the_first_bar() -> None:
     ]
     assert "the turn alone" in judged[1][1] and "after earlier turns" in judged[0][1]
     assert "→ odds of a call, the turn alone (second look)" in dict(rows)
+
+
+def test_a_second_look_at_prose_is_the_only_probe() -> None:
+    """An answer that opened in prose after earlier turns: one probe, of the turn alone,
+    judged by the first bar; then the plain answer asked again."""
+    probe = phase({"phase": "call-odds"}, "Sure", [["Sure", 0.6], ["{", 0.4]], ALONE)
+    plain = phase({"phase": "plain"}, "It is sunny.", None, CONVERSATION)
+    step = {"request": {"messages": CONVERSATION, "tools": [], "options": {}}, "events": [],
+            "phases": [probe, plain]}  # fmt: skip
+    rows = step_sections(step, GATE)
+    titles = [title for title, _ in rows]
+    assert "→ odds of a call, the turn alone (second look)" in titles
+    assert "call gate: 0.40 < bar 0.93: plain answer" in titles
+    assert titles.index("← plain output") > titles.index("call gate: 0.40 < bar 0.93: plain answer")
 
 
 def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]

@@ -56,8 +56,8 @@ class Answer:
 
     def right_with(self, bars: Bars) -> bool:
         """Was the outcome right with the gate's bars (its own kind's bar judging, and for
-        a later request the first bar on its second look)?"""
-        if self.called and self.alone_odds is not None and self.alone_odds >= bars.first:
+        a later request the first bar on its second look, at a call or at prose)?"""
+        if self.alone_odds is not None and self.alone_odds >= bars.first:
             return self.right
         return self.right_at(bars.later if self.later else bars.first)
 
@@ -113,7 +113,9 @@ async def opening(provider: ConstrainedTools, case: Case) -> Answer:
     call is right for the gate if that tool is due), and its odds. About a second."""
     started = time.perf_counter()
     seen = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
-    right = case.due and seen.call and seen.tool in {name for name, _ in case.expected}
+    # Prose with a second look names the tool the turn asked alone would call.
+    opened = seen.call or seen.alone is not None
+    right = case.due and opened and seen.tool in {name for name, _ in case.expected}
     seconds = time.perf_counter() - started
     return Answer(
         case.kind, case.due, seen.call, right, seen.odds, False, False, 0, 0, seconds,

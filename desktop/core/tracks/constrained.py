@@ -120,7 +120,8 @@ class ConstrainedTools(ProviderWrapper):
     a first request and 0.54 after four earlier turns), so one bar fits one or the other.
     How much less surely depends on what the earlier turns were, which no calibration can
     foresee; so a call that fails the later bar gets a second look, the current turn asked
-    alone and judged by the first request's bar (`second_look`).
+    alone and judged by the first request's bar (`second_look`), and so does an answer
+    that opens in prose there (`looks_again_at_prose`).
     """
 
     def __init__(
@@ -152,6 +153,23 @@ class ConstrainedTools(ProviderWrapper):
         if not split_turns(messages)[0]:
             return None
         return self.min_call_odds, f"{self.bar_source}, the turn alone"
+
+    def looks_again_at_prose(self, messages: Sequence[Message]) -> bool:
+        """Whether an answer that opens in prose gets a second look: a turn's first step
+        after earlier turns, with a calibrated bar and odds to weigh. Deep in a chat the
+        bundled model answered in prose where a call was due (9 of 20 `multiple` cases
+        after four turns, bench/accuracy.py --history 4), asked alone it called; so its
+        prose is held until the turn asked alone is judged by the first request's bar."""
+        return self.min_call_odds > 0 and self._may_look_again(messages)
+
+    def _may_look_again(self, messages: Sequence[Message]) -> bool:
+        """A turn's first step after earlier turns, on a backend that reports odds."""
+        return (
+            self.features.reports_token_odds
+            and bool(messages)
+            and messages[-1].role == "user"
+            and self.second_look_bar(messages) is not None
+        )
 
     async def second_look(
         self,
@@ -200,7 +218,12 @@ class ConstrainedTools(ProviderWrapper):
                     elif len(gate.buffer.strip()) > _NAME_LOOKAHEAD:
                         break  # plenty of prose with no call
         if not gate.holding:
-            return Opening(False, None, None)
+            if not self._may_look_again(messages) or not gate.buffer.strip():
+                return Opening(False, None, None)
+            # Prose after earlier turns: how the turn asked alone would open (the stream's
+            # second look; its call would name this tool).
+            alone = await self.opening(split_turns(messages)[1], tools, options)
+            return Opening(False, alone.tool, None, alone.odds if alone.call else None)
         tool = named.group(1) if named else None
         sure = not gate.buffer[: gate.released].strip() and self.features.reports_token_odds
         if not sure:
@@ -235,31 +258,52 @@ class ConstrainedTools(ProviderWrapper):
         gate = visible.gate
         replies: list[Reply] = []
         named: re.Match[str] | None = None  # the first call's tool, once the call names it
+        looking = self.looks_again_at_prose(messages)
+        held: list[ProviderEvent] = []  # prose not shown until the second look has judged
 
         def call_named() -> bool:
-            """A call begins and names its tool: the free answer stops there."""
+            """A call begins and names its tool: the free answer stops there. Where prose
+            gets a second look, it stops at the prose's first word too."""
             nonlocal named
             if not gate.holding:
-                return False
+                return looking and bool(gate.buffer[: gate.released].strip())
             named = _FIRST_NAME.search(gate.buffer, gate.released)
             return bool(named) or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD
 
         free = relay(self.inner.stream(history, [], options), visible, replies, call_named)
         async with aclosing(free) as shown:
             async for event in shown:
+                # A model that thought first chose its prose: no second look (nor a second
+                # round of thinking).
+                looking = looking and not isinstance(event, ThinkingChunk)
+                if looking and isinstance(event, TextChunk):
+                    held.append(event)
+                else:
+                    yield event
+        opened_in_prose = looking and not gate.holding and bool(gate.buffer.strip())
+        judged = await self.second_look(messages, tools, options) if opened_in_prose else None
+        if judged is not None:
+            raw = f"{gate.buffer}\n[prose; odds of a call, the turn alone: {judged.odds:.2f}]"
+            if not judged.passed:  # prose it is: asked again, shown as it streams
+                answer = self._plain_answer(messages, tools, options, raw, judged, keep_tools=True)
+                async for event in answer:
+                    yield event
+                return
+            prose = ""  # a call after all; the prose it opened with is not shown
+        else:
+            for event in held:
                 yield event
-        if not gate.holding:
-            for piece in visible.flush():
-                yield piece
-            if replies:  # no call started: a plain answer, all of it shown already
-                reply = replies[-1]
-                yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
-            return
-        prose = gate.buffer[: gate.released]
-        raw = gate.buffer
-        judged: CallGate | None = None
+            if not gate.holding:
+                for piece in visible.flush():
+                    yield piece
+                if replies:  # no call started: a plain answer, all of it shown already
+                    reply = replies[-1]
+                    yield Reply(gate.buffer, [], [], reply.raw or reply.text, reply.finish_reason)
+                return
+            prose = gate.buffer[: gate.released]
+            raw = gate.buffer
         # Only a call that opens the answer is weighed: prose before it shows intent.
-        if not prose.strip() and self.features.reports_token_odds:
+        if judged is None and not prose.strip() and self.features.reports_token_odds:
             odds = await self._odds_of_a_call(history, options)
             judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
@@ -307,6 +351,8 @@ class ConstrainedTools(ProviderWrapper):
         options: RequestOptions,
         raw: str,
         judged: CallGate | None,
+        *,
+        keep_tools: bool = False,
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The answer in text, for a call the model was unsure of or a step whose tools
         were withdrawn. All of it is text, shown as it streams, even JSON: no call can come
@@ -314,11 +360,13 @@ class ConstrainedTools(ProviderWrapper):
         the tools (the prefix the server has cached: 89% of it reused against 38%). After
         an unsure call the tools are left out: kept and forbidden, the model echoed the
         request or explained how to call the tool instead of answering (bench/
-        prompt_economy.py), and that prompt is short (47 tokens) anyway."""
+        prompt_economy.py), and that prompt is short (47 tokens) anyway. An answer that
+        opened in prose, whose second look found no call (`keep_tools`), is asked again
+        with the prompt it opened with, calls forbidden."""
         # After an unsure call it is a later part of the step; after withdrawn tools, a step.
         phase = "plain" if judged is not None else options.phase
         plain_options = replace(options, phase=phase, withdrawn_tools=())
-        if self.keeps_prefix and tools and judged is None:
+        if self.keeps_prefix and tools and (judged is None or keep_tools):
             history = emulated_history(messages, tools, calls_allowed=False)
             plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
         else:

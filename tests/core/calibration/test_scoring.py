@@ -87,3 +87,37 @@ def test_a_later_answer_under_its_bar_is_judged_again_by_its_turn_alone() -> Non
     assert replace(due, alone_odds=0.95).right_with(bars)
     assert not replace(unwanted, alone_odds=0.95).right_with(bars)
     assert not replace(due, alone_odds=0.7).right_with(bars)  # alone, still unsure
+
+
+async def test_a_later_question_opened_in_prose_is_read_again_alone() -> None:
+    """As the gate's second look at prose: the turn asked alone opens a call to the due
+    tool at 0.95, so the answer counts as that call (right with a first bar under 0.95);
+    asked alone in prose too, it stays a plain answer."""
+    from desktop.core.calibration.questions import Case
+    from desktop.core.calibration.scoring import Bars, opening
+    from desktop.core.messages import Message
+    from desktop.core.tracks.constrained import ConstrainedTools
+    from desktop.core.tracks.prompt import EARLIER_HEAD
+    from tests.core.tracks.samples import SEARCH
+    from tests.support.fakes import Request, ScriptedProvider, Step
+
+    def model(alone_calls: bool) -> ScriptedProvider:
+        def respond(request: Request) -> Step:
+            deep = EARLIER_HEAD in request.messages[0].text
+            if request.options.phase == "call-odds":
+                return Step(odds=[("{", 0.95), ("I", 0.05)])
+            if deep or not alone_calls:
+                return Step(chunks=["I would", " say"])
+            return Step(chunks=['{"name": "search", "arg'])
+
+        return ScriptedProvider([respond] * 10, constrains_json=True, reports_token_odds=True)
+
+    earlier = (Message.user("Hi!"), Message.assistant("Hello!"))
+    case = Case("later", (*earlier, Message.user("Search for rust")), (SEARCH,),
+                (("search", {"query": "rust"}),))  # fmt: skip
+    seen = await opening(ConstrainedTools(model(alone_calls=True)), case)
+    assert not seen.called and seen.right and seen.alone_odds == pytest.approx(0.95)
+    assert seen.right_with(Bars(first=0.9, later=0.6))
+    assert not seen.right_with(Bars(first=0.97, later=0.6))
+    quiet = await opening(ConstrainedTools(model(alone_calls=False)), case)
+    assert quiet.alone_odds is None and not quiet.right_with(Bars(first=0.9, later=0.6))

@@ -395,3 +395,71 @@ async def test_a_first_request_gets_no_second_look() -> None:
     events = [e async for e in track.stream([Message.user("Hi")], [SEARCH], RequestOptions())]
     reply = next(e for e in events if isinstance(e, Reply))
     assert len(provider.requests) == 3 and "turn alone" not in reply.raw and not reply.tool_calls
+
+
+async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown() -> None:
+    """Deep in a chat the model opens in prose where a call is due. Its prose is held and
+    the turn asked alone: at 0.95 (over the first bar, 0.9) the call is made and none of
+    the prose shows; at 0.7 the answer is asked again, keeping the tool prompt (the prefix
+    the server has cached) with calls forbidden, and that answer streams."""
+    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR, ConstrainedTools
+    from desktop.core.tracks.prompt import EARLIER_HEAD
+
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    messages = [*earlier, Message.user("Search for rust")]
+    outcomes = []
+    for alone in (0.95, 0.7):
+        script: list[Script] = [
+            Step(chunks=["I think", " Rust is"]),
+            Step(odds=[("{", alone), ("I", 1 - alone)]),
+            Step(chunks=[CALL]) if alone > 0.9 else Step(chunks=["Rust is", " a language."]),
+        ]
+        provider = ScriptedProvider(
+            script, constrains_json=True, reports_token_odds=True, takes_grammar=True
+        )
+        track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
+                                 bar_source="calibrated 2026-12-02")  # fmt: skip
+        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+        reply = next(e for e in events if isinstance(e, Reply))
+        free, looked, last = provider.requests
+        assert EARLIER_HEAD not in looked.messages[0].text  # the turn alone
+        assert looked.options.phase == "call-odds"
+        assert "I think" in reply.raw and f"the turn alone: {alone:.2f}]" in reply.raw
+        assert reply.gate is not None and reply.gate.source.endswith("the turn alone")
+        if alone > 0.9:
+            assert last.options.json_schema is not None and shown == ""
+        else:
+            assert last.messages == free.messages and last.options.grammar == NO_CALL_GRAMMAR
+            assert shown == "Rust is a language." == reply.text
+        outcomes.append((reply.gate.odds, reply.gate.bar, bool(reply.tool_calls)))
+    assert outcomes == [(0.95, 0.9, True), (0.7, 0.9, False)]
+
+
+async def test_prose_gets_no_second_look_first_uncalibrated_after_a_tool_or_thought() -> None:
+    """A first request, an uncalibrated model (its own choice stands), a step after a
+    tool's result and a model that thought before its prose stream at once, asking
+    nothing more."""
+    from desktop.core.messages import ToolCall
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    later = [*earlier, Message.user("Search for rust")]
+    call = ToolCall("c1", "search", {"query": "rust"})
+    after_a_tool = [
+        *later, Message.assistant("", [call]), Message.tool("c1", "search", "Rust is a language."),
+    ]  # fmt: skip
+    prose = ["Rust", " is a language."]
+    for messages, bar, chunks in (
+        ([Message.user("Search for rust")], 0.9, prose),
+        (later, 0.0, prose),
+        (after_a_tool, 0.9, prose),
+        (later, 0.9, ["<think>No tool needed.</think>", *prose]),
+    ):
+        provider = ScriptedProvider(
+            [Step(chunks=chunks)], constrains_json=True, reports_token_odds=True
+        )
+        track = ConstrainedTools(provider, min_call_odds=bar, later_call_odds=0.6)
+        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Rust is a language."
+        assert len(provider.requests) == 1
