@@ -195,14 +195,18 @@ def tools_with_examples(cases: list[dict[str, Any]]) -> list[Tool]:
 
 
 async def calibrate_on(
-    url: str, cases: list[dict[str, Any]]
+    url: str, cases: list[dict[str, Any]], *, in_prompt_order: bool = True
 ) -> tuple[Calibration, list[dict[str, Any]]]:
     """The calibration, and the answers its bars were chosen from (kind, due, right, odds)."""
     base = make_provider("llamacpp", url)
     base.model = (await base.list_models() or [""])[0]
     base.capabilities = (await CapabilityCache().capabilities(base)).capabilities
     calibrator = Calibrator(
-        base, tools_with_examples(cases), "bench", native=base.capabilities.native_tools
+        base,
+        tools_with_examples(cases),
+        "bench",
+        native=base.capabilities.native_tools,
+        in_prompt_order=in_prompt_order,
     )
     try:
         calibration = await calibrator.run()

@@ -22,38 +22,24 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.accuracy import CONTEXT_SIZE, DEFAULT_CASES, tools_with_examples
-from desktop.core.calibration.calibrator import Calibrator
+from bench.accuracy import CONTEXT_SIZE, DEFAULT_CASES, calibrate_on
 from desktop.core.calibration.card import Calibration
-from desktop.core.calibration.scoring import Answer
-from desktop.core.providers.probing import CapabilityCache
-from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 
 
 async def calibrate(
-    model: Path, server_args: list[str], in_prompt_order: bool, cases: list[dict[str, object]]
-) -> tuple[Calibration, list[Answer]]:
+    model: Path, server_args: list[str], in_prompt_order: bool, cases: list[dict[str, Any]]
+) -> tuple[Calibration, list[dict[str, Any]]]:
+    """A calibration on a fresh server, and its answers (kind, seconds, ...)."""
     server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE, extra_args=server_args)
     await server.start()
-    base = make_provider("llamacpp", server.base_url)
     try:
-        base.model = (await base.list_models() or [""])[0]
-        base.capabilities = (await CapabilityCache().capabilities(base)).capabilities
-        calibrator = Calibrator(
-            base,
-            tools_with_examples(cases),  # type: ignore[arg-type]
-            "bench",
-            native=base.capabilities.native_tools,
-            in_prompt_order=in_prompt_order,
-        )
-        calibration = await calibrator.run()
-        return calibration, calibrator.decided
+        return await calibrate_on(server.base_url, cases, in_prompt_order=in_prompt_order)
     finally:
-        await base.aclose()
         server.stop()
 
 
@@ -78,7 +64,7 @@ async def main() -> None:
             took = time.perf_counter() - started
             by_kind: dict[str, list[float]] = defaultdict(list)
             for answer in answers:
-                by_kind[answer.kind].append(answer.seconds)
+                by_kind[answer["kind"]].append(answer["seconds"])
             rows.append((variant or "(default)", order, took, calibration, by_kind))
             print(f"{variant or '(default)'}, {order} order: {took:.0f} s", file=sys.stderr)
     first = rows[0][2]
