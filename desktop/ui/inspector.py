@@ -84,7 +84,9 @@ def step_sections(
                 )
                 rows.append(_gate_row(phase.get("token_odds", []), judged_by))
         elif options.get("phase") == "plain":
-            rows.append(("→ plain answer (the call gate said no call)", ""))
+            # Traces from before the reason was recorded: only the gate answered in text.
+            reason = options.get("reason") or "the call gate said no call"
+            rows.append((f"→ plain answer ({reason})", ""))
             rows.append(("← plain output", output))
         else:
             rows.append(("→ constrained re-ask (JSON Schema)", _pretty(options.get("json_schema"))))

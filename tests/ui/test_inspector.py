@@ -100,6 +100,20 @@ def test_a_second_look_at_prose_is_the_only_probe() -> None:
     assert titles.index("← plain output") > titles.index("call gate: 0.40 < bar 0.93: plain answer")
 
 
+def test_a_plain_answer_says_why_it_was_asked() -> None:
+    """The track records why a step answered in text; a trace from before it did reads as
+    the gate's doing."""
+    made_up = "the call named 'joke', which is not an offered tool"
+    step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
+            "raw_output": '{"name": "joke"',
+            "phases": [phase({"phase": "plain", "reason": made_up}, "Why did...")]}  # fmt: skip
+    titles = [title for title, _ in step_sections(step)]
+    assert f"→ plain answer ({made_up})" in titles
+    step["phases"] = [phase({"phase": "plain"}, "Why did...")]
+    titles = [title for title, _ in step_sections(step)]
+    assert "→ plain answer (the call gate said no call)" in titles
+
+
 def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]
     from desktop.core.tracing import TurnTrace
     from desktop.ui.inspector import InspectorPanel

@@ -58,6 +58,8 @@ class RequestOptions:
     # Which later part of a step this request is (see ConstrainedTools), for the trace;
     # None for a step's first request. Backends ignore it.
     phase: Literal["call-odds", "constrained", "plain"] | None = None
+    # Why a later part of a step was asked ("the call gate said no call"), for the trace.
+    reason: str | None = None
 
 
 class ProviderError(LoomchatError):

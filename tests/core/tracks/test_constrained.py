@@ -48,7 +48,7 @@ async def test_a_call_is_generated_again_under_the_schema() -> None:
     assert "".join(text) == "Let me look. "
     assert provider.closed_early == 1  # the free generation was stopped at the call
     second = provider.requests[1].options
-    assert second.json_schema == call_schema([SEARCH, CLOCK])
+    assert second.json_schema == call_schema([SEARCH, CLOCK], first="search")  # "serch" meant it
     assert second.max_tokens == CALL_TOKEN_BUDGET  # a limit meant for prose does not cut calls
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("search", {"query": "rust"})]
     assert reply.text == "Let me look." and "[constrained]" in reply.raw
@@ -463,3 +463,95 @@ async def test_prose_gets_no_second_look_first_uncalibrated_after_a_tool_or_thou
         events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
         assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Rust is a language."
         assert len(provider.requests) == 1
+
+
+# --- a call to a tool that is not there ------------------------------------------------
+
+
+def test_a_name_means_the_offered_tool_it_is_a_separator_case_or_letter_away_from() -> None:
+    from desktop.core.tracks.constrained import offered_tool
+
+    tools = [SEARCH, CLOCK]
+    for written, meant in [
+        ("current_time", "current_time"),
+        ("Current-Time", "current_time"),
+        ("current.time", "current_time"),
+        ("get_current_time", "current_time"),
+        ("serch", "search"),
+        ("searches", "search"),
+    ]:
+        assert offered_tool(written, tools) == meant, written
+    for made_up in ["joke", "tell_joke", "The Godfather", "calculate_sin", "", "time"]:
+        assert offered_tool(made_up, tools) is None, made_up
+
+
+async def test_a_call_to_a_tool_that_is_not_offered_becomes_a_plain_answer() -> None:
+    """ "Tell me a short joke." opened `{"name": "joke"`: no tool fits, so the model answers
+    in words, without the tool prompt; it is not asked for a call to some real tool, and
+    no odds are probed (even under a bar the model would have passed)."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "joke", "arguments": {}}']), Step(chunks=["Why did", " it?"])],
+        constrains_json=True,
+        reports_token_odds=True,
+        takes_grammar=True,
+    )
+    track = ConstrainedTools(provider, min_call_odds=0.5)
+    events = [
+        e
+        async for e in track.stream([Message.user("Tell me a joke.")], [SEARCH, CLOCK],
+                                    RequestOptions())
+    ]  # fmt: skip
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert reply.tool_calls == [] and reply.text == "Why did it?"
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Why did it?"
+    _free, plain = provider.requests
+    assert "You can use tools" not in plain.messages[0].text and plain.options.grammar is None
+    assert plain.options.phase == "plain" and plain.options.json_schema is None
+    assert plain.options.reason == "the call named 'joke', which is not an offered tool"
+    assert "[the call names 'joke', which is not an offered tool]" in reply.raw
+    assert reply.gate is None
+
+
+async def test_prose_before_a_call_to_no_offered_tool_stays_in_the_answer() -> None:
+    """What was shown before the made-up call is part of the answer that goes on from it."""
+    provider = ScriptedProvider(
+        [Step(chunks=["Sure! ", '{"name": "joke"}']), Step(chunks=["Here is one."])],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [SEARCH])
+    assert "".join(text) == "Sure! Here is one." == reply.text and reply.tool_calls == []
+
+
+async def test_the_same_call_listed_twice_is_made_once() -> None:
+    """A list the grammar made the model write: an exact repeat (whatever its key order)
+    is one call; the same tool with other arguments is another."""
+    calls = (
+        '[{"name": "search", "arguments": {"query": "q", "limit": 2}},'
+        ' {"name": "search", "arguments": {"limit": 2, "query": "q"}},'
+        ' {"name": "search", "arguments": {"query": "r", "limit": 2}}]'
+    )
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(chunks=[calls])], constrains_json=True
+    )
+    _, reply = await constrained_run(provider, [SEARCH])
+    assert [c.arguments["query"] for c in reply.tool_calls] == ["q", "r"]
+
+
+async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:
+    """Calibration reads openings as the stream decides them: such a call is answered in
+    text, so it is no call; a name a separator away is the tool it means."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    seen = []
+    for written in ("joke", "Current-Time"):
+        provider = ScriptedProvider(
+            [Step(chunks=[f'{{"name": "{written}", "arguments": {{}}}}']),
+             Step(odds=[("{", 0.9)])],
+            constrains_json=True, reports_token_odds=True,
+        )  # fmt: skip
+        track = ConstrainedTools(provider, min_call_odds=0.5)
+        opening = await track.opening([Message.user("?")], [SEARCH, CLOCK], RequestOptions())
+        seen.append((opening.call, opening.tool, opening.odds))
+    assert seen == [(False, None, None), (True, "current_time", 0.9)]
