@@ -24,6 +24,9 @@ TrackName = Literal["constrained", "emulated", "native"]
 # Questions read at their opening (a second or two each): enough to place a bar (half of
 # them with a call due), few enough for a 0.5B model on two CPU cores in about two minutes.
 MAX_CASES = 40
+# The questions are made from this many examples (enough for every kind of question), and
+# only their tools are offered beside them.
+ASKED = 10
 # Of those, this many due and as many not are answered in full, for the card and for the
 # native track.
 FULL_ANSWERS = 6
@@ -77,19 +80,36 @@ def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
     rng = random.Random(seed)
     examples = [(tool, example) for tool in tools for example in tool.examples[:2]]
     rng.shuffle(examples)
+    examples = examples[:ASKED]
+    if not examples:
+        return []  # nothing to measure a call against
+    # The tools beside a question come from a few fixed groups of the asked tools, so that
+    # many questions share their prompt's tool block and the server evaluates it once.
+    asked = _in_order(tools, list({t.name: t for t, _ in examples}.values()))
+    groups = [asked[i : i + OFFERED] for i in range(0, len(asked), OFFERED)]
+
+    def group_of(tool: ToolSpec) -> list[ToolSpec]:
+        return next(g for g in groups if tool in g)
+
+    def beside(tool: ToolSpec) -> list[ToolSpec]:
+        return [t for t in group_of(tool) if t.name != tool.name]
+
+    def withheld(tool: ToolSpec) -> list[ToolSpec]:
+        """A group without the tool: the next one, or its own without it."""
+        at = groups.index(group_of(tool))
+        return groups[(at + 1) % len(groups)] if len(groups) > 1 else beside(tool)
+
     due: list[Case] = []
     quiet: list[Case] = []
     for tool, example in examples:
-        others = [t for t in tools if t.name != tool.name]
         expected: tuple[tuple[str, dict[str, Any]], ...] = ((tool.name, dict(example.arguments)),)
         ask = (Message.user(example.prompt),)
         fresh = _without(tool, example)
         due.append(Case("call", ask, (fresh,), expected))
-        if others:
-            beside = rng.sample(others, min(OFFERED - 1, len(others)))
-            due.append(Case("distracted", ask, tuple(_in_order(tools, [fresh, *beside])), expected))
-            withheld = rng.sample(others, min(OFFERED - 1, len(others)))
-            quiet.append(Case("unfit", ask, tuple(_in_order(tools, withheld)), ()))
+        if others := beside(tool):
+            due.append(Case("distracted", ask, tuple(_in_order(tools, [fresh, *others])), expected))
+        if unrelated := withheld(tool):
+            quiet.append(Case("unfit", ask, tuple(unrelated), ()))
     for at, ((one, first), (two, second)) in enumerate(
         zip(examples[::2], examples[1::2], strict=False)
     ):
@@ -112,29 +132,24 @@ def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
         offered = _in_order(tools, [_without(one, first), *shown.values()])
         later = (*before, Message.user(first.prompt))
         due.append(Case("later", later, tuple(offered), expected))
-        if unrelated := [t for t in tools if t.name != one.name]:
-            withheld = rng.sample(unrelated, min(OFFERED - 1, len(unrelated)))
-            quiet.append(Case("unfit-later", later, tuple(_in_order(tools, withheld)), ()))
+        if unrelated := withheld(one):
+            quiet.append(Case("unfit-later", later, tuple(unrelated), ()))
         if one.name != two.name:
             both = Message.user(f"{first.prompt.rstrip('.?! ')}. Also: {second.prompt}")
             expected = ((one.name, dict(first.arguments)), (two.name, dict(second.arguments)))
             pair = [_without(one, first), _without(two, second)]
             due.append(Case("calls", (both,), tuple(_in_order(tools, pair)), expected))
 
-    def a_few(*kept: ToolSpec) -> tuple[ToolSpec, ...]:
-        """Up to OFFERED tools, as a turn offers them (all of few, a selection of many)."""
-        rest = [t for t in tools if t not in kept]
-        return tuple(
-            _in_order(tools, [*kept, *rng.sample(rest, min(len(rest), OFFERED - len(kept)))])
-        )
-
-    quiet += [Case("chat", (Message.user(text),), a_few()) for text in CHIT_CHAT]
+    quiet += [
+        Case("chat", (Message.user(text),), tuple(groups[at % len(groups)]))
+        for at, text in enumerate(CHIT_CHAT)
+    ]
     for tool, example in examples:
         about = tool.name.replace("_", " ").replace("-", " ")
         question = Message.user(f"In a sentence: what is {about} good for?")
-        quiet.append(Case("near-miss", (question,), a_few(tool)))
+        quiet.append(Case("near-miss", (question,), tuple(group_of(tool))))
         conversation = (*_a_turn_with_a_call(tool, example), Message.user("Thanks! Did it work?"))
-        quiet.append(Case("answered", conversation, a_few(tool)))
+        quiet.append(Case("answered", conversation, tuple(group_of(tool))))
     rng.shuffle(due)
     rng.shuffle(quiet)
     quiet_count = min(len(quiet), max(MAX_CASES // 2, MAX_CASES - len(due)))

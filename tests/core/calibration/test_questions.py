@@ -63,3 +63,18 @@ def test_later_requests_come_as_deep_as_a_working_chat_with_calls_in_between() -
         assert len(calls) == (EARLIER_TURNS + 1) // 2
         assert asked[-1] not in asked[:-1]  # no earlier turn answered the question already
         assert earlier
+
+
+def test_many_questions_share_the_tools_beside_them() -> None:
+    """Evaluating the tool block is most of a question's time (90 prompt tokens/s here),
+    and the server reuses the prompt it evaluated last up to the first difference. So the
+    tools beside a question are a few fixed groups of the asked tools, not a fresh draw
+    from the whole toolbox for each question."""
+    from desktop.core.calibration.questions import ASKED, OFFERED
+
+    many = [tool(f"tool_{i:02}", "x", (f"Do thing number {i}.", str(i))) for i in range(60)]
+    cases = cases_for(many)
+    assert len({t.name for c in cases for t in c.tools}) <= ASKED  # of the 60
+    quiet = [c for c in cases if not c.due and c.tools]
+    tool_blocks = {tuple(t.name for t in c.tools) for c in quiet}
+    assert len(quiet) >= 10 and len(tool_blocks) <= -(-ASKED // OFFERED)
