@@ -52,9 +52,12 @@ class Notice:
 
 @dataclass(frozen=True)
 class TokenOdds:
-    """The likeliest candidates for one generated token, with their probabilities."""
+    """The likeliest candidates for one generated token, with their probabilities; and the
+    token generated with its probability before any grammar (None where not reported): a
+    grammar may force a token the model found unlikely."""
 
     alternatives: tuple[tuple[str, float], ...]
+    chosen: tuple[str, float] | None = None
     kind: Literal["token_odds"] = "token_odds"
 
 
@@ -70,15 +73,26 @@ class BrokenCall:
 @dataclass(frozen=True)
 class CallGate:
     """How the call gate judged a call the model opened: its odds of a call against the
-    bar, and where that bar came from (the model's calibration, or none yet)."""
+    bar, and where that bar came from (the model's calibration, or none yet). A call under
+    the bar is still made if the model was sure of its arguments: their odds (the mean
+    probability of their tokens, written under the grammar) against the arguments' bar."""
 
     odds: float
     bar: float
     source: str  # "calibrated 2026-11-30", or "uncalibrated"
+    arguments: float | None = None  # weighed only for a call under the bar
+    arguments_bar: float | None = None
 
     @property
     def passed(self) -> bool:
-        return self.odds >= self.bar
+        return self.odds >= self.bar or self.arguments_sure
+
+    @property
+    def arguments_sure(self) -> bool:
+        """The call's arguments made it pass, under the bar."""
+        if self.arguments is None or self.arguments_bar is None:
+            return False
+        return self.odds < self.bar and self.arguments >= self.arguments_bar
 
 
 @dataclass(frozen=True)

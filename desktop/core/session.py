@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from desktop.core.calibration.calibrator import Calibrator, Progress
-from desktop.core.calibration.card import Calibration
+from desktop.core.calibration.card import METHOD, Calibration
 from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.connection import NOT_CONNECTED, Connection
 from desktop.core.events import Event, TextDelta
@@ -239,10 +239,12 @@ class Session:
         return self.calibrations.get(self.model_key) if self.model_key else None
 
     def needs_calibration(self) -> bool:
-        """Connected, with tools to calibrate with, and this model not yet calibrated."""
+        """Connected, with tools to calibrate with, and this model not yet calibrated (or
+        calibrated the way calibration measured before: its card serves until then)."""
+        card = self.calibration
         return (
             self._raw is not None
-            and self.calibration is None
+            and (card is None or card.method < METHOD)
             and self._calibrator is None
             and any(t.examples for t in self.toolbox())
         )
@@ -473,6 +475,8 @@ class Session:
             trace.gate = {"bar": bar, "source": source}
             if second := active.second_look_bar(conversation):
                 trace.gate |= {"alone_bar": second[0], "alone_source": second[1]}
+            if active.weighs_arguments(conversation):
+                trace.gate["arguments_bar"] = active.min_arguments_odds
         tools_on = preset is None or preset.tools
         turn = run_turn(
             active,

@@ -56,6 +56,8 @@ class StepTrace:
     phases: list[StepTrace] = field(default_factory=list)  # later requests of the step
     # The first token's likeliest alternatives, when asked for (the call gate's probe).
     token_odds: list[tuple[str, float]] = field(default_factory=list)
+    # Each token generated with its probability, when asked for (a call's arguments weighed).
+    chosen_tokens: list[tuple[str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class StepTrace:
             "events": [event_to_dict(event) for event in self.events],
             "phases": [p.to_dict() for p in self.phases],
             "token_odds": [[token, round(p, 4)] for token, p in self.token_odds],
+            "chosen_tokens": [[token, round(p, 4)] for token, p in self.chosen_tokens],
         }
 
 
@@ -189,6 +192,8 @@ def _note(step: StepTrace, event: ProviderEvent, seen: list[str]) -> None:
         case TokenOdds():
             if not step.token_odds:
                 step.token_odds = list(event.alternatives)
+            if event.chosen is not None:
+                step.chosen_tokens.append(event.chosen)
         case UsageReport():
             step.usage = {
                 "prompt_tokens": event.prompt_tokens,

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from desktop.core.events import RejectionStage
 from desktop.core.tracing import TurnTrace
-from desktop.core.tracks.constrained import call_odds
+from desktop.core.tracks.constrained import arguments_odds, call_odds
 from desktop.ui.accessible import describe
 
 VERDICTS: dict[RejectionStage, str] = {
@@ -91,6 +91,9 @@ def step_sections(
         else:
             rows.append(("→ constrained re-ask (JSON Schema)", _pretty(options.get("json_schema"))))
             rows.append(("← constrained output", output))
+            chosen = phase.get("chosen_tokens", [])
+            if chosen and gate is not None and gate.get("arguments_bar") is not None:
+                rows.append(_arguments_row(chosen, float(gate["arguments_bar"])))
     if step.get("error"):
         rows.append(("← error", step["error"]))
     for event in step["events"]:
@@ -125,6 +128,21 @@ def _gate_row(alternatives: list[list[Any]], gate: dict[str, Any]) -> tuple[str,
     return (
         f"call gate: {odds:.2f} < bar {bar:.2f}: plain answer",
         f"The bar is {source}. Below it the model answers in text, without tools.",
+    )
+
+
+def _arguments_row(tokens: list[list[Any]], bar: float) -> tuple[str, str]:
+    """The verdict on a call under the gate's bar, by how sure the model was of its
+    arguments."""
+    odds = arguments_odds((str(token), float(p)) for token, p in tokens)
+    if odds is None:
+        return ("arguments' odds: none weighed: plain answer", "The call had no arguments.")
+    verdict = "call" if odds >= bar else "plain answer"
+    sign = "≥" if odds >= bar else "<"
+    return (
+        f"arguments' odds: {odds:.2f} {sign} bar {bar:.2f}: {verdict}",
+        "Under the call gate's bar, a call is still made if the model was sure of its "
+        "arguments (the mean probability of their words and numbers).",
     )
 
 

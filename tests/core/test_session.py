@@ -98,6 +98,29 @@ async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path)
     store.close()
 
 
+async def test_a_card_measured_the_earlier_way_serves_until_it_is_measured_again(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from desktop.core.calibration.card import METHOD
+    from desktop.core.calibration.store import CalibrationStore
+    from desktop.core.tracks.constrained import ConstrainedTools
+    from tests.core.calibration.samples import TOOLS, sure_model
+
+    store = ChatStore(tmp_path / "chats.db")
+    kept = CalibrationStore(tmp_path / "calibrations.json")
+    session = Session(Settings(), store, SecretStore(), tools=TOOLS, calibrations=kept)
+    session.use_provider(sure_model(), "llamacpp")
+    fresh = await session.calibrate()
+    assert fresh.method == METHOD and not session.needs_calibration()
+    kept.put(replace(fresh, method=1, bar=0.5, arguments_bar=None))
+    session.use_provider(sure_model(), "llamacpp")
+    assert isinstance(session._active, ConstrainedTools) and session._active.min_call_odds == 0.5
+    assert session.needs_calibration()
+    store.close()
+
+
 async def test_a_chat_pauses_the_calibration(tmp_path: Path) -> None:
     """While a turn runs, no calibration question reaches the model."""
     from tests.core.calibration.samples import TOOLS, sure_model

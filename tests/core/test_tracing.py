@@ -7,7 +7,7 @@ from desktop.core.calibration.card import Calibration, TrackScore
 from desktop.core.events import ToolRejected, TurnFinished
 from desktop.core.loop import run_turn
 from desktop.core.messages import Image, Message
-from desktop.core.providers.base import Capabilities
+from desktop.core.providers.base import Capabilities, RequestOptions
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracing import TracingProvider
 from desktop.core.tracks.emulated import EmulatedTools
@@ -134,3 +134,28 @@ async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() ->
     assert plain.options["phase"] == "plain" and plain.raw_output == "Rust is a language."
     exported = json.loads(json.dumps(step.to_dict()))
     assert exported["phases"][0]["token_odds"] == [["{", 0.6], ["Rust", 0.4]]
+
+
+async def test_the_tokens_of_a_weighed_call_are_kept_with_their_odds() -> None:
+    """A call under the bar is written with its tokens' odds; the trace keeps them for the
+    inspector's verdict on its arguments."""
+    from dataclasses import replace
+
+    from desktop.core.tracks.choice import on_track
+
+    call = '[{"name": "search", "arguments": {"query": "rust"}}]'
+    tokens = [('[{"name": "search", "arguments": {"', 1.0), ("query", 0.99), ("rust", 0.98)]
+    inner = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.6)]),
+         Step(chunks=[call], chosen=tokens)],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    traced = TracingProvider(inner)
+    active, track = on_track(traced, "emulated", replace(calibrated(0.9), arguments_bar=0.95))
+    traced.start_turn(track)
+    replies = [e async for e in active.stream([Message.user("rust?")], [SEARCH], RequestOptions())]
+    assert replies[-1].tool_calls  # type: ignore[union-attr]
+    constrained = traced.trace.steps[0].phases[1]
+    assert constrained.options["top_logprobs"] == 1 and constrained.chosen_tokens == tokens
+    exported = json.loads(json.dumps(traced.trace.steps[0].to_dict()))
+    assert exported["phases"][1]["chosen_tokens"] == [[t, p] for t, p in tokens]

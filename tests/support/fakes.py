@@ -37,6 +37,8 @@ class Step:
     finish_reason: str = "stop"
     # The first token's alternatives, sent when the request asks for token odds.
     odds: Sequence[tuple[str, float]] = ()
+    # Each token generated with its probability, sent likewise (one TokenOdds each).
+    chosen: Sequence[tuple[str, float]] = ()
 
 
 @dataclass
@@ -80,6 +82,9 @@ class ScriptedProvider:
             yield ThinkingChunk(thought)
         if options.top_logprobs and step.odds:
             yield TokenOdds(tuple(step.odds))
+        if options.top_logprobs:
+            for token in step.chosen:
+                yield TokenOdds((), token)
         finished = False
         try:
             for chunk in step.chunks:

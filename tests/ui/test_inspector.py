@@ -114,6 +114,23 @@ def test_a_plain_answer_says_why_it_was_asked() -> None:
     assert "→ plain answer (the call gate said no call)" in titles
 
 
+def test_a_call_under_the_bar_shows_how_sure_its_arguments_were() -> None:
+    probe = phase({"phase": "call-odds"}, "{", [["{", 0.8], ["Hi", 0.2]])
+    constrained = phase({"phase": "constrained", "json_schema": {}}, '[{"name": "search"}]')
+    constrained["chosen_tokens"] = [['[{"name":"search","arguments":{"', 0.9], ["query", 0.99],
+                                    ['":"', 0.2], ["rust", 0.97], ['"}}]', 0.5]]  # fmt: skip
+    step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
+            "phases": [probe, constrained]}  # fmt: skip
+    gate = {"bar": 0.9, "source": "calibrated 2026-12-02", "arguments_bar": 0.95}
+    titles = [title for title, _ in step_sections(step, gate)]
+    assert "call gate: 0.80 < bar 0.90: plain answer" in titles
+    assert titles[-1] == "arguments' odds: 0.98 ≥ bar 0.95: call"
+    unsure = step_sections(step, {**gate, "arguments_bar": 0.99})
+    assert unsure[-1][0] == "arguments' odds: 0.98 < bar 0.99: plain answer"
+    assert not any(t.startswith("arguments") for t, _ in step_sections(step, {**gate,
+                   "arguments_bar": None}))  # fmt: skip
+
+
 def test_the_tools_a_turn_offered_and_why(qapp) -> None:  # type: ignore[no-untyped-def]
     from desktop.core.tracing import TurnTrace
     from desktop.ui.inspector import InspectorPanel

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import date
 from functools import partial
 
-from desktop.core.calibration.card import Calibration, TrackScore
+from desktop.core.calibration.card import METHOD, Calibration, TrackScore
 from desktop.core.calibration.questions import FULL_ANSWERS, Case, TrackName, cases_for
 from desktop.core.calibration.scoring import Answer, Bars, answer, opening, score
 from desktop.core.providers.base import Provider
@@ -62,9 +62,10 @@ class Calibrator:
         self._may_run.set()
 
     async def run(self) -> Calibration:
-        """Every question read at its opening on the gated track (its bar comes from
-        these), a few answered in full (how good the calls are), and the same few on the
-        native track where there is one; the better track is kept."""
+        """Every question read at its opening on the gated track, with the calls it would
+        make (its bars come from these, and how good its calls are); without constrained
+        decoding, a few answered in full on the emulated track instead; the same few on the
+        native track where there is one. The better track is kept."""
         if not self.cases:
             raise ValueError("no tool has examples to calibrate with")
         started = time.perf_counter()
@@ -78,7 +79,6 @@ class Calibrator:
         if gated:
             order = sorted(self.cases, key=_prompt_order) if self.in_prompt_order else self.cases
             plan += [(first, "opening", c) for c in order]
-            plan += [(first, "full", c) for c in due[:FULL_ANSWERS]]
         else:  # no constrained decoding: no odds to weigh, the tolerant parser's answers
             plan += [(first, "full", c) for c in few]
         if self.native:
@@ -111,7 +111,7 @@ class Calibrator:
             decided = full[first]
         self.decided = decided
         bars, first_answers = reference()
-        scores = [TrackScore.of(first, decided, bars, full[first])]
+        scores = [TrackScore.of(first, decided, bars, None if gated else full[first])]
         chosen = first
         if self.native:
             scores.append(TrackScore.of("native", full["native"], bars))
@@ -127,6 +127,8 @@ class Calibrator:
             round(time.perf_counter() - started, 1),
             any(a.odds is not None for a in decided),
             bars.later,
+            bars.arguments,
+            METHOD,
         )
 
     async def _ask(self, question: Callable[[], Awaitable[Answer]]) -> Answer:

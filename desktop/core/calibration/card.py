@@ -10,6 +10,11 @@ from typing import Any
 from desktop.core.calibration.questions import TrackName
 from desktop.core.calibration.scoring import Answer, Bars, score
 
+# How calibration measures, numbered: a card made an earlier way is measured again (and
+# used until then). 2 (2026-12-02): questions from 10 examples in fixed tool groups, calls
+# to no offered tool answered in text, the arguments' bar.
+METHOD = 2
+
 
 @dataclass(frozen=True)
 class TrackScore:
@@ -82,6 +87,10 @@ class Calibration:
     # The bar for a request after earlier turns; None (a card from before there were two):
     # `bar` judges every request.
     later_bar: float | None = None
+    # The bar for the arguments of a call under its bar; None (a card from before, or a
+    # model that made no unwanted call): such a call is answered in text.
+    arguments_bar: float | None = None
+    method: int = 1  # see METHOD; cards without one were made the first way
 
     @property
     def chosen(self) -> TrackScore:
@@ -89,7 +98,8 @@ class Calibration:
 
     @property
     def bars(self) -> Bars:
-        return Bars(self.bar, self.bar if self.later_bar is None else self.later_bar)
+        later = self.bar if self.later_bar is None else self.later_bar
+        return Bars(self.bar, later, self.arguments_bar)
 
     @property
     def source(self) -> str:
@@ -117,6 +127,8 @@ class Calibration:
         gate = f"bar {self.bar:.2f}" if self.odds_reported else "no odds from this backend"
         if self.odds_reported and self.later_bar is not None:
             gate += f"; after earlier turns {self.later_bar:.2f}"
+        if self.odds_reported and self.arguments_bar is not None:
+            gate += f"; under it, arguments {self.arguments_bar:.2f}"
         rows = [
             ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
             ("Calls right where one is due", _share(s.due_right, s.due)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
@@ -43,15 +43,21 @@ class Answer:
     # Asked after earlier turns: the odds for the current turn alone (the gate's second
     # look at a call that fails the later bar, judged by the first bar).
     alone_odds: float | None = None
+    # The odds of its call's arguments, written under the grammar (where odds were weighed).
+    arguments_odds: float | None = None
 
     @property
     def later(self) -> bool:
         """Asked after earlier turns: judged by the bar for such requests."""
         return self.kind in LATER_KINDS
 
-    def right_at(self, bar: float) -> bool:
-        """Was the outcome right with this bar on the call gate?"""
-        called = self.called and (self.odds is None or self.odds >= bar)
+    def right_at(self, bar: float, arguments_bar: float | None = None) -> bool:
+        """Was the outcome right with this bar on the call gate (and this bar for the
+        arguments of a call under it)?"""
+        sure = self.odds is None or self.odds >= bar
+        if not sure and arguments_bar is not None and self.arguments_odds is not None:
+            sure = self.arguments_odds >= arguments_bar
+        called = self.called and sure
         return self.right if called else not self.due
 
     def right_with(self, bars: Bars) -> bool:
@@ -59,22 +65,30 @@ class Answer:
         a later request the first bar on its second look, at a call or at prose)?"""
         if self.alone_odds is not None and self.alone_odds >= bars.first:
             return self.right
-        return self.right_at(bars.later if self.later else bars.first)
+        if self.later:  # arguments are weighed on a first request only
+            return self.right_at(bars.later)
+        return self.right_at(bars.first, bars.arguments)
 
 
 @dataclass(frozen=True)
 class Bars:
-    """The call gate's bars: for a first request, and for one after earlier turns."""
+    """The call gate's bars: for a first request, for one after earlier turns, and for the
+    arguments of a call under its bar (None: not weighed)."""
 
     first: float
     later: float
+    arguments: float | None = None
 
     @classmethod
     def chosen(cls, answers: Sequence[Answer]) -> Bars:
-        """Each bar chosen from its own questions (see choose_bar)."""
+        """Each bar chosen from its own questions (see choose_bar); the arguments' bar
+        from the first requests' calls whose arguments were weighed."""
+        weighed = [a for a in answers if a.arguments_odds is not None and not a.later]
+        arguments = choose_bar(weighed, lambda a: a.arguments_odds) if weighed else 0.0
         return cls(
             choose_bar([a for a in answers if not a.later]),
             choose_bar([a for a in answers if a.later]),
+            arguments or None,  # 0: nothing to tell right calls from unwanted ones by
         )
 
 
@@ -109,18 +123,35 @@ def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str
 
 
 async def opening(provider: ConstrainedTools, case: Case) -> Answer:
-    """How the model opens its answer, and no more: a call or not, the tool it names (the
-    call is right for the gate if that tool is due), and its odds. About a second."""
+    """How the model opens its answer: a call or not, the tool it names (the call is right
+    for the gate if that tool is due), and its odds; where it opened a call it was sure of
+    enough to weigh, the calls written under the grammar (their arguments, their odds, and
+    what they cost) as the gated track would make them. A few seconds."""
     started = time.perf_counter()
     seen = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
     # Prose with a second look names the tool the turn asked alone would call.
     opened = seen.call or seen.alone is not None
     right = case.due and opened and seen.tool in {name for name, _ in case.expected}
     seconds = time.perf_counter() - started
+    written = seen.written
+    made = written.calls if written else []
+    broken = bool(written and written.broken)
+    cut_off = broken and written is not None and written.finish_reason == "length"
     return Answer(
-        case.kind, case.due, seen.call, right, seen.odds, False, False, 0, 0, seconds,
+        case.kind,
+        case.due,
+        seen.call,
+        right,
+        seen.odds,
+        invalid=broken and not cut_off and case.due,
+        cut_off=cut_off and case.due,
+        calls=len(made) + (len(written.broken) if written else 0),
+        completion_tokens=written.tokens if written else 0,
+        seconds=seconds,
+        arguments_right=right and not broken and calls_right(made, case.expected),
         alone_odds=seen.alone,
-    )  # fmt: skip
+        arguments_odds=written.arguments if written else None,
+    )
 
 
 async def answer(provider: Provider, case: Case) -> Answer:
@@ -172,7 +203,9 @@ def score(answers: Sequence[Answer], bars: Bars | float) -> float:
     return sum(shares) / len(shares) if shares else 0.0
 
 
-def choose_bar(answers: Sequence[Answer]) -> float:
+def choose_bar(
+    answers: Sequence[Answer], odds_of: Callable[[Answer], float | None] = lambda a: a.odds
+) -> float:
     """The highest bar that still keeps KEEP_RIGHT_CALLS of the right calls: it turns down
     as many unwanted calls as it can at that price. Placed midway between the lowest right
     call kept and the next lower odds seen; 0 for a model that made no unwanted call.
@@ -186,12 +219,16 @@ def choose_bar(answers: Sequence[Answer]) -> float:
 
     Measured and dropped: the bar with the best balanced accuracy. It settled under the
     chit-chat (prose, or low odds) and moved with the questions drawn (0.51-0.94 where the
-    best bars were 0.90 and 0.955)."""
-    right = sorted(a.odds for a in answers if a.due and a.right and a.odds is not None)
+    best bars were 0.90 and 0.955).
+
+    `odds_of` reads the odds the bar is for: of a call (the default), or of its
+    arguments."""
+    seen = [(a, odds) for a in answers if (odds := odds_of(a)) is not None]
+    right = sorted(odds for a, odds in seen if a.due and a.right)
     if not right or not any(a.called for a in answers if not a.due):
         return 0.0  # no unwanted call: the model's own choice stands
     lost = math.floor(len(right) * (1 - KEEP_RIGHT_CALLS) + 1e-9)  # right calls it may cost
     lowest_kept = right[lost]
-    below = [a.odds for a in answers if a.odds is not None and a.odds < lowest_kept]
+    below = [odds for _, odds in seen if odds < lowest_kept]
     bar = (max(below) + lowest_kept) / 2 if below else 0.0
     return round(bar, 3)

@@ -43,6 +43,9 @@ _ENTRY: dict[str, Any] = {
         "odds_reported": {"type": "boolean"},
         # Since 2026-12-01 (later entries); an entry without it has one bar for every request.
         "later_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        # Since 2026-12-02 (method 2); entries without them: no arguments' bar, method 1.
+        "arguments_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "method": {"type": "integer", "minimum": 1},
     },
     "required": ["model", "day", "track", "bar", "scores", "cases", "seconds"],
     "additionalProperties": False,

@@ -238,7 +238,8 @@ class OpenAICompatProvider(HttpProvider):
 
 
 def token_odds(logprobs: Any) -> list[TokenOdds]:
-    """`choices[].logprobs.content[].top_logprobs` as probabilities; nothing if absent."""
+    """`choices[].logprobs.content[]` as probabilities: each token's top alternatives, and
+    the token generated; nothing if absent. Entries that are not numbers are left out."""
     if not isinstance(logprobs, dict):
         return []
     found = []
@@ -247,12 +248,28 @@ def token_odds(logprobs: Any) -> list[TokenOdds]:
         if not isinstance(top, list):
             continue
         alternatives = tuple(
-            (str(t["token"]), math.exp(float(t["logprob"])))
+            (t["token"], p)
             for t in top
-            if isinstance(t, dict) and "token" in t and "logprob" in t
+            if isinstance(t, dict)
+            and isinstance(t.get("token"), str)
+            and (p := _probability(t.get("logprob"))) is not None
         )
-        found.append(TokenOdds(alternatives))
+        chosen = None
+        token, probability = entry.get("token"), _probability(entry.get("logprob"))
+        if isinstance(token, str) and probability is not None:
+            chosen = (token, probability)
+        found.append(TokenOdds(alternatives, chosen))
     return found
+
+
+def _probability(logprob: Any) -> float | None:
+    """A log probability as a probability; None if it is not a number (a log probability
+    is never above 0: a larger one is taken as 0, not left to overflow)."""
+    if isinstance(logprob, bool) or not isinstance(logprob, int | float):
+        return None
+    if math.isnan(logprob):
+        return None
+    return math.exp(min(0.0, float(logprob)))
 
 
 def _assemble(fragments: dict[int, _CallFragments]) -> tuple[list[ToolCall], list[BrokenCall]]:

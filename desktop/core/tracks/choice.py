@@ -24,6 +24,9 @@ class Calibrated(Protocol):
     def later_bar(self) -> float | None: ...
 
     @property
+    def arguments_bar(self) -> float | None: ...
+
+    @property
     def source(self) -> str: ...
 
 
@@ -44,7 +47,7 @@ def on_track(
     `emulated` is the default for local models; `auto` takes the track the model's
     calibration chose, else native only where the capabilities say the model supports it;
     `native` forces it. The emulated track's call gate uses the calibrated bars (a first
-    request's, and one after earlier turns).
+    request's, one after earlier turns, and one for the arguments of a call under them).
     """
     if calibration is not None and track == "auto":
         native = calibration.track == "native"
@@ -60,5 +63,6 @@ def on_track(
         provider,
         min_call_odds=calibration.bar,
         later_call_odds=calibration.later_bar,
+        min_arguments_odds=calibration.arguments_bar,
         bar_source=calibration.source,
     ), "emulated"

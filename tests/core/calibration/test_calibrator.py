@@ -27,9 +27,10 @@ async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
     chosen = calibration.chosen
     assert chosen.quiet_right == chosen.quiet > 0
     assert chosen.due_right == chosen.due > 0 and chosen.parallel_right == chosen.parallel
-    due = sum(c.due for c in calibrator.cases)
-    # Every question read at its opening, then a few due ones answered in full.
-    assert seen[-1] == (len(calibrator.cases) + min(due, FULL_ANSWERS),) * 2
+    # Every question read at its opening, with the calls it would make: none is asked
+    # again in full.
+    assert seen[-1] == (len(calibrator.cases),) * 2
+    assert chosen.answered_in_full == chosen.due and chosen.arguments_right == chosen.due
     rows = dict(calibration.card())
     assert rows["No call where none fits"].startswith(f"{chosen.quiet} of {chosen.quiet}")
     assert "bar 0.7" in rows["Track"] or "bar 0.8" in rows["Track"]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from desktop.core.calibration.scoring import calls_right, choose_bar, score
@@ -121,3 +123,48 @@ async def test_a_later_question_opened_in_prose_is_read_again_alone() -> None:
     assert not seen.right_with(Bars(first=0.97, later=0.6))
     quiet = await opening(ConstrainedTools(model(alone_calls=False)), case)
     assert quiet.alone_odds is None and not quiet.right_with(Bars(first=0.9, later=0.6))
+
+
+def test_the_arguments_bar_lets_a_call_under_the_bar_through_if_its_arguments_were_sure() -> None:
+    """The arguments' bar is chosen like the others, from the arguments' odds: it may cost
+    a tenth of the right calls. Under the call bar, a call with sure arguments counts as
+    made; over it, its arguments are not weighed."""
+    from dataclasses import replace
+
+    from desktop.core.calibration.scoring import Bars
+
+    def weighed(due: bool, odds: float, arguments: float) -> Any:
+        return replace(answer(due, odds), arguments_odds=arguments)
+
+    right = [weighed(True, o, a) for o, a in [(0.95, 0.99), (0.96, 0.98), (0.85, 0.99),
+                                              (0.97, 0.97), (0.95, 0.9), (0.96, 0.995),
+                                              (0.97, 0.99), (0.98, 0.985), (0.93, 0.99),
+                                              (0.99, 0.999)]]  # fmt: skip
+    unwanted = [weighed(False, 0.88, 0.8), weighed(False, 0.7, 0.95)]
+    bars = Bars.chosen(right + unwanted)
+    assert bars.arguments == pytest.approx((0.97 + 0.95) / 2)  # one right call in ten lost
+    assert bars.first == pytest.approx((0.88 + 0.93) / 2)
+    rescued = right[2]  # odds 0.85, under the first bar; arguments 0.99
+    assert not rescued.right_at(bars.first) and rescued.right_with(bars)
+    assert all(a.right_with(bars) for a in unwanted)  # turned down: arguments unsure
+    assert Bars.chosen([answer(True, 0.9), answer(False, 0.5)]).arguments is None  # unweighed
+    quiet_model = [weighed(True, 0.9, 0.99), weighed(False, 0.5, 0.9)]
+    assert Bars.chosen(quiet_model).arguments == pytest.approx(0.945)
+
+
+def test_after_earlier_turns_arguments_neither_set_the_bar_nor_rescue_a_call() -> None:
+    """A call copied from an earlier turn is as sure of its arguments as a right one."""
+    from dataclasses import replace
+
+    from desktop.core.calibration.scoring import Bars
+
+    def later(due: bool, odds: float, arguments: float) -> Any:
+        return replace(answer(due, odds), kind="later" if due else "answered",
+                       arguments_odds=arguments)  # fmt: skip
+
+    first = [replace(answer(True, 0.95), arguments_odds=a) for a in (0.9, 0.95, 0.99)]
+    unwanted = [replace(answer(False, 0.7), arguments_odds=0.8)]
+    copied = later(False, 0.5, 1.0)
+    bars = Bars.chosen([*first, *unwanted, copied, later(True, 0.8, 0.2)])
+    assert bars.arguments == pytest.approx((0.8 + 0.9) / 2)  # later answers left out
+    assert copied.right_with(bars)  # under the later bar, and its arguments not weighed

@@ -60,3 +60,21 @@ def test_a_file_written_before_there_were_two_bars_is_read_with_one_bar_for_both
     assert isinstance(track, ConstrainedTools)
     later = [Message.user("Hi"), Message.assistant("Hello"), Message.user("Weather in Oslo?")]
     assert track.bar_for(later)[0] == track.bar_for(later[-1:])[0] == 0.775
+
+
+def test_a_file_written_before_the_arguments_bar_is_read_and_measured_again() -> None:
+    """data/calibrations-two-bars.json was written by the code of e784dc1 (a Calibrator run
+    over samples.sure_model, kept with CalibrationStore.put): two bars, no arguments' bar,
+    no method. It still judges calls (a call under its bar is text, as then) until the
+    model is calibrated again the new way."""
+    from desktop.core.calibration.card import METHOD
+    from desktop.core.tracks.choice import on_track
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    store = CalibrationStore(Path(__file__).parent / "data" / "calibrations-two-bars.json")
+    calibration = store.get("file:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf:491400064")
+    assert store.problem is None and calibration is not None
+    assert calibration.arguments_bar is None and calibration.method == 1 < METHOD
+    assert calibration.later_bar == calibration.bar == 0.775
+    track, _ = on_track(sure_model(), "auto", calibration)
+    assert isinstance(track, ConstrainedTools) and track.min_arguments_odds is None

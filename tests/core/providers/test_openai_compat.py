@@ -350,7 +350,28 @@ async def test_token_odds_are_asked_for_and_reported() -> None:
     odds = [e for e in events if isinstance(e, TokenOdds)]
     assert len(odds) == 1
     assert [(t, round(p, 6)) for t, p in odds[0].alternatives] == [("{", 0.75), ("The", 0.25)]
+    assert odds[0].chosen is not None and odds[0].chosen[0] == "{"
+    assert round(odds[0].chosen[1], 6) == 0.75
     assert text_of(events) == "{"
+
+
+def test_token_odds_that_are_not_numbers_are_left_out() -> None:
+    """A backend's bytes are untrusted: a log probability that is text, NaN or too large
+    to exponentiate does not stop the answer."""
+    import math
+
+    from desktop.core.providers.openai_compat import token_odds
+
+    entries = [
+        {"token": "a", "logprob": "high", "top_logprobs": [{"token": "a", "logprob": None}]},
+        {"token": "b", "logprob": 1e6, "top_logprobs": [{"token": "b", "logprob": float("nan")}]},
+        {"token": 7, "logprob": -math.inf, "top_logprobs": [{"token": "c", "logprob": -1e9}]},
+        "not an entry",
+    ]
+    odds = token_odds({"content": entries})
+    assert [(o.alternatives, o.chosen) for o in odds] == [
+        ((), None), ((), ("b", 1.0)), ((("c", 0.0),), None),
+    ]  # fmt: skip
 
 
 async def test_no_token_odds_unless_asked() -> None:

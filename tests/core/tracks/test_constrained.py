@@ -548,10 +548,119 @@ async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:
     for written in ("joke", "Current-Time"):
         provider = ScriptedProvider(
             [Step(chunks=[f'{{"name": "{written}", "arguments": {{}}}}']),
-             Step(odds=[("{", 0.9)])],
+             Step(odds=[("{", 0.9)]), Step(chunks=['[{"name": "current_time", "arguments": {}}]'])],
             constrains_json=True, reports_token_odds=True,
         )  # fmt: skip
         track = ConstrainedTools(provider, min_call_odds=0.5)
         opening = await track.opening([Message.user("?")], [SEARCH, CLOCK], RequestOptions())
         seen.append((opening.call, opening.tool, opening.odds))
     assert seen == [(False, None, None), (True, "current_time", 0.9)]
+
+
+# --- a call under the bar, made for its sure arguments --------------------------------
+
+
+def test_the_arguments_odds_are_the_mean_of_their_word_tokens() -> None:
+    """From the first "arguments" on, tokens with letters or digits: parameter names and
+    values; the tool's name and the JSON around them do not count."""
+    import math
+
+    from desktop.core.tracks.constrained import arguments_odds
+
+    tokens = [("[{", 0.1), ('"name', 0.2), ('":"', 0.3), ("search", 0.05), ('","', 0.4),
+              ("arguments", 0.5), ('":{"', 0.01), ("query", 0.9), ('":"', 0.02), ("rust", 0.4),
+              ('"}}]', 0.03)]  # fmt: skip
+    assert math.isclose(arguments_odds(tokens) or 0, math.sqrt(0.9 * 0.4))
+    assert arguments_odds([("[]", 0.5)]) is None
+    assert arguments_odds([('{"arguments":{}}', 0.9)]) is None
+
+
+def sure_of(*values: float) -> list[tuple[str, float]]:
+    """Tokens of a call whose argument values have these probabilities."""
+    return [('[{"name":"search","arguments":{"', 1.0), ("query", 1.0),
+            *((f"v{i}", p) for i, p in enumerate(values)), ('"}}]', 1.0)]  # fmt: skip
+
+
+async def arguments_run(arguments: float) -> tuple[ScriptedProvider, Reply]:
+    """Odds of a call 0.8 under the bar of 0.9; the arguments' bar is 0.95."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    plain = "Argentina won."
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.8), ("Arg", 0.2)]),
+         Step(chunks=[CALL], chosen=sure_of(arguments)), plain],
+        constrains_json=True, reports_token_odds=True, takes_grammar=True,
+    )  # fmt: skip
+    track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
+    events = [e async for e in track.stream([Message.user("Who won?")], [SEARCH], RequestOptions())]
+    return provider, next(e for e in events if isinstance(e, Reply))
+
+
+async def test_a_call_under_the_bar_is_made_if_the_model_was_sure_of_its_arguments() -> None:
+    provider, reply = await arguments_run(arguments=0.998)
+    assert [c.name for c in reply.tool_calls] == ["search"]
+    constrained = provider.requests[2].options
+    assert constrained.json_schema is not None and constrained.top_logprobs == 1
+    gate = reply.gate
+    assert gate is not None and gate.passed and gate.arguments_sure
+    assert gate.arguments_bar == 0.95 and gate.arguments is not None and gate.arguments > 0.99
+    assert "[odds of its arguments: 1.00]" in reply.raw and len(provider.requests) == 3
+
+
+async def test_a_call_under_the_bar_with_unsure_arguments_is_answered_in_text() -> None:
+    provider, reply = await arguments_run(arguments=0.5)
+    assert reply.tool_calls == [] and reply.text == "Argentina won."
+    plain = provider.requests[3]
+    assert "You can use tools" not in plain.messages[0].text and plain.options.phase == "plain"
+    assert plain.options.reason == "the call gate said no call, nor were its arguments sure"
+    assert reply.gate is not None and not reply.gate.passed and not reply.gate.arguments_sure
+    assert "[constrained]" in reply.raw and "[odds of its arguments: 0.71]" in reply.raw
+
+
+async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them() -> None:
+    """Over the bar the call is made as before, no token odds asked; without an arguments'
+    bar (uncalibrated, or a card from before) a call under the bar is text at once."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    sure = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.95)]), Step(chunks=[CALL])],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(sure, min_call_odds=0.9, min_arguments_odds=0.95)
+    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], RequestOptions())][-1]
+    assert isinstance(reply, Reply) and reply.tool_calls
+    assert sure.requests[2].options.top_logprobs is None
+    assert reply.gate is not None and reply.gate.arguments is None
+    unsure = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.8)]), "Words."],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(unsure, min_call_odds=0.9)
+    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], RequestOptions())][-1]
+    assert isinstance(reply, Reply) and reply.text == "Words." and len(unsure.requests) == 3
+    assert unsure.requests[2].options.json_schema is None
+
+
+async def test_after_earlier_turns_the_arguments_are_not_weighed() -> None:
+    """Values copied from an earlier turn are as sure as values from the request ("Did it
+    work?" after a call got that call again): after earlier turns the second look judges a
+    call under its bar, and no call is written to weigh."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    earlier = [Message.user("Search for rust"), Message.assistant("Found 3 notes.")]
+    messages = [*earlier, Message.user("Did it work?")]
+    script: list[Script] = [
+        Step(chunks=['{"name": "search"']),
+        Step(odds=[("{", 0.5)]),
+        Step(odds=[("{", 0.7)]),
+        "Yes, it found three notes.",
+    ]
+    provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
+    track = ConstrainedTools(
+        provider, min_call_odds=0.9, later_call_odds=0.6, min_arguments_odds=0.95
+    )
+    assert not track.weighs_arguments(messages) and track.weighs_arguments(messages[-1:])
+    events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
+    assert reply.tool_calls == [] and reply.gate is not None and reply.gate.arguments is None
