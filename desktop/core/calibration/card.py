@@ -52,7 +52,7 @@ class TrackScore:
         parallel = [a for a in calls if a.kind == "calls"]
         calling = [a for a in calls if a.called and a.calls]
         made = sum(a.calls for a in calling)
-        full_due = [a for a in calls if a.due]
+        full_due = [a for a in calls if a.due and a.checked]
         return cls(
             track,
             sum(a.right_with(bars) for a in due),

@@ -45,6 +45,7 @@ class Answer:
     alone_odds: float | None = None
     # The odds of its call's arguments, written under the grammar (where odds were weighed).
     arguments_odds: float | None = None
+    checked: bool = True  # its calls' arguments were checked (written in full)
 
     @property
     def later(self) -> bool:
@@ -151,6 +152,7 @@ async def opening(provider: ConstrainedTools, case: Case) -> Answer:
         arguments_right=right and not broken and calls_right(made, case.expected),
         alone_odds=seen.alone,
         arguments_odds=written.arguments if written else None,
+        checked=written is not None,
     )
 
 

@@ -310,9 +310,9 @@ class ConstrainedTools(ProviderWrapper):
     ) -> Opening:
         """How this step would open, read cheaply (for calibration): whether the answer
         opens a call, the tool it names first, and how sure the model was (1.0 where the
-        backend reports no odds, or where prose comes first). Where the odds were weighed,
-        the calls are written under the grammar too, for their arguments' odds; nothing
-        else past the opening is generated."""
+        backend reports no odds, or where prose comes first). Where the odds were weighed
+        on a first request, the calls are written under the grammar too, for their
+        arguments' odds; nothing else past the opening is generated."""
         history = emulated_history(messages, tools)
         visible = VisibleText()
         gate = visible.gate
@@ -341,11 +341,12 @@ class ConstrainedTools(ProviderWrapper):
         if not sure:
             return Opening(True, tool, None)
         odds = await self._odds_of_a_call(history, options)
+        if split_turns(messages)[0]:  # no arguments weighed after earlier turns
+            looked = await self.second_look(messages, tools, options)
+            return Opening(True, tool, odds, looked.odds if looked else None)
         known = known_names(messages, tools)
-        # Written before the second look, while the server has this prompt cached.
         written = await self._constrained_calls(history, tools, options, tool, known, weigh=True)
-        looked = await self.second_look(messages, tools, options)
-        return Opening(True, tool, odds, looked.odds if looked else None, written)
+        return Opening(True, tool, odds, None, written)
 
     async def stream(
         self,
