@@ -39,7 +39,8 @@ from desktop.core.providers.base import Provider, RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.constrained import ConstrainedTools, call_odds
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.odds import call_odds
 from desktop.core.tracks.prompt import emulated_history
 
 

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from desktop.core.events import RejectionStage
 from desktop.core.tracing import TurnTrace
-from desktop.core.tracks.constrained import arguments_odds, call_odds
+from desktop.core.tracks.odds import arguments_odds, call_odds
 from desktop.ui.accessible import describe
 
 VERDICTS: dict[RejectionStage, str] = {

@@ -3,14 +3,10 @@ the call gate that turns a call the model was unsure of into a plain answer."""
 
 from __future__ import annotations
 
-import difflib
-import json
-import math
 import re
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
-from typing import Any
 
 from desktop.core.events import (
     BrokenCall,
@@ -33,11 +29,11 @@ from desktop.core.providers.base import (
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.holdback import VisibleText, relay, strip_thinking
+from desktop.core.tracks.odds import arguments_odds, call_odds
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.prompt import emulated_history, split_turns
+from desktop.core.tracks.step_calls import call_schema, distinct_calls, offered_tool
 
-# At most this many calls in one step: bounds what the grammar lets a looping model write.
-MAX_CALLS_PER_STEP = 10
 # Tokens the constrained phase may use whatever the request's limit: a call cut short
 # cannot run, so a tight limit meant for prose must not cut a call.
 CALL_TOKEN_BUDGET = 1024
@@ -48,7 +44,6 @@ CALL_TOKEN_BUDGET = 1024
 # each model's bar is measured by its calibration (calibration/). Until then the model's
 # own first choice stands: no bar.
 UNCALIBRATED_BAR = 0.0
-_CALL_OPENERS = ("{", "[", "`")
 _FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
 # A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
 # call: it may not open with `{`, `[` or a fence, nor hold `{` followed by a quote (a JSON
@@ -59,84 +54,6 @@ rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
 """
 # How far past the start of a call the free answer is read for the first call's name.
 _NAME_LOOKAHEAD = 300
-# How alike a name the model wrote must be to an offered tool's to mean it (difflib's
-# ratio): a separator, a prefix or a plural apart ("get_current_time" for "current_time",
-# 0.86). On the BFCL set the names the bundled model made up where no tool fitted ("joke",
-# "calculate_sin" beside create_polygon) were at most 0.69 alike to the tool offered.
-_SAME_NAME = 0.8
-_SEPARATORS = re.compile(r"[^0-9a-z]+")
-
-
-def offered_tool(name: str, tools: Sequence[ToolSpec]) -> str | None:
-    """The offered tool a name the model wrote means, or None: it named a tool that is
-    not there. A small model that finds no tool for a request often makes one up ("joke"
-    for "Tell me a short joke.") or writes an object whose "name" is data ("The
-    Godfather"); 12 of the 23 unwanted calls on the BFCL set's irrelevance cases opened
-    so, against 1 of 85 due calls."""
-    names = [t.name for t in tools]
-    if name in names:
-        return name
-
-    def plain(text: str) -> str:
-        return _SEPARATORS.sub("_", text.casefold()).strip("_")
-
-    by_plain = {plain(n): n for n in names}
-    if plain(name) in by_plain:  # "math.factorial" for "math_factorial"
-        return by_plain[plain(name)]
-    close = difflib.get_close_matches(plain(name), list(by_plain), n=1, cutoff=_SAME_NAME)
-    return by_plain[close[0]] if close else None
-
-
-def distinct_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
-    """The calls with exact repeats left out (same tool, same arguments in any key order):
-    in a list the grammar made it write, a small model sometimes writes one call twice
-    ("the circle's dimensions" twice on the BFCL set); the deduplicator would refuse the
-    second anyway, and the refusal would only confuse the model."""
-    seen: set[str] = set()
-    kept = []
-    for call in calls:
-        key = json.dumps([call.name, call.arguments], sort_keys=True, ensure_ascii=False)
-        if key not in seen:
-            seen.add(key)
-            kept.append(call)
-    return kept
-
-
-def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str, Any]:
-    """The JSON Schema of the calls of one step, always a list: under it, a backend's
-    grammar cannot produce an unknown name, a missing argument or broken JSON.
-
-    A list, not one call, because a small model given the choice writes one call even when
-    asked about three cities; made to write a list, it lists them (parallel cases on the
-    dev set: 13% -> 47-53%, single calls unchanged).
-
-    `first` pins the list's first call to the tool the model's free answer opened with:
-    unpinned, a model whose free answer was one fitting call could start its list by
-    copying an example call to another tool. Each call's schema is written once, in
-    `$defs`, and referenced (llama.cpp turns a $ref into one grammar rule)."""
-    names = [t.name for t in tools]
-    defs: dict[str, Any] = {
-        f"call{i}": {
-            "type": "object",
-            "properties": {"name": {"const": t.name}, "arguments": t.parameters},
-            "required": ["name", "arguments"],
-            "additionalProperties": False,
-        }
-        for i, t in enumerate(tools)
-    }
-    defs["call"] = {"anyOf": [{"$ref": f"#/$defs/call{i}"} for i in range(len(tools))]}
-    any_call = {"$ref": "#/$defs/call"}
-    if first not in names:
-        return {"$defs": defs, "type": "array", "items": any_call, "minItems": 1,
-                "maxItems": MAX_CALLS_PER_STEP}  # fmt: skip
-    pinned = {"$ref": f"#/$defs/call{names.index(first)}"}
-    # One exact length per alternative: llama.cpp reads `prefixItems` as a whole tuple.
-    lists = [
-        {"type": "array", "prefixItems": [pinned, *[any_call] * more],
-         "minItems": more + 1, "maxItems": more + 1}
-        for more in range(MAX_CALLS_PER_STEP)
-    ]  # fmt: skip
-    return {"$defs": defs, "anyOf": lists}
 
 
 @dataclass(frozen=True)
@@ -169,31 +86,6 @@ class Opening:
     # Where odds were weighed: the calls written under the grammar, with their arguments'
     # odds (see `arguments_odds`).
     written: ConstrainedCalls | None = None
-
-
-def call_odds(alternatives: Iterable[tuple[str, float]]) -> float:
-    """The probability that a token opens a call (`{`, `[` or a code fence)."""
-    return sum(p for token, p in alternatives if token.lstrip().startswith(_CALL_OPENERS))
-
-
-_ARGUMENTS_KEY = '"arguments"'
-_WORDLIKE = re.compile(r"[^\W_]")
-
-
-def arguments_odds(tokens: Iterable[tuple[str, float]]) -> float | None:
-    """How sure the model was of the arguments it wrote under the grammar: the geometric
-    mean of the probabilities (before the grammar) of the tokens with letters or digits
-    from the first `"arguments"` on, parameter names and values. A model that calls where
-    no tool fits makes its values up, and is unsure of them: on the BFCL set's unwanted
-    calls the odds were 0.55-0.95 (median 0.84), on its right calls 0.87-1.0 (median
-    0.99). None if there were no such tokens."""
-    text = ""
-    logs = []
-    for token, probability in tokens:
-        if _ARGUMENTS_KEY in text and _WORDLIKE.search(token):
-            logs.append(math.log(max(probability, 1e-12)))
-        text += token
-    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 class ConstrainedTools(ProviderWrapper):

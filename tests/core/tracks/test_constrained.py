@@ -1,5 +1,3 @@
-import pytest
-
 from desktop.core.events import Reply, TextChunk
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
@@ -54,25 +52,8 @@ async def test_a_call_is_generated_again_under_the_schema() -> None:
     assert reply.text == "Let me look." and "[constrained]" in reply.raw
 
 
-def test_the_call_schema_can_pin_the_first_call_to_a_tool() -> None:
-    """The free answer opened a call to current_time: the list starts with it, then any."""
-    import jsonschema
-
-    from desktop.core.tracks.constrained import MAX_CALLS_PER_STEP, call_schema
-
-    schema = call_schema([SEARCH, CLOCK], first="current_time")
-    clock = {"name": "current_time", "arguments": {}}
-    search = {"name": "search", "arguments": {"query": "x"}}
-    for good in ([clock], [clock, search], [clock, clock, search], [clock] * MAX_CALLS_PER_STEP):
-        jsonschema.validate(good, schema)
-    for bad in ([search], [search, clock], [], [clock] * (MAX_CALLS_PER_STEP + 1), clock):
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema)
-    assert call_schema([SEARCH, CLOCK], first="no_such_tool") == call_schema([SEARCH, CLOCK])
-
-
 async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named() -> None:
-    from desktop.core.tracks.constrained import call_schema
+    from desktop.core.tracks.step_calls import call_schema
 
     provider = ScriptedProvider(
         [
@@ -87,28 +68,6 @@ async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named(
         [SEARCH, CLOCK], first="current_time"
     )
     assert [c.name for c in reply.tool_calls] == ["current_time"]
-
-
-def test_the_call_schema_admits_only_lists_of_real_calls() -> None:
-    import jsonschema
-
-    from desktop.core.tracks.constrained import MAX_CALLS_PER_STEP, call_schema
-
-    schema = call_schema([SEARCH, CLOCK])
-    jsonschema.validate([{"name": "search", "arguments": {"query": "x"}}], schema)
-    jsonschema.validate(
-        [
-            {"name": "current_time", "arguments": {}},
-            {"name": "search", "arguments": {"query": "y"}},
-        ],
-        schema,
-    )
-    one = {"name": "search", "arguments": {"query": "x"}}
-    for bad in ([{"name": "serch", "arguments": {"query": "x"}}], [{"name": "search", "arguments": {}}],
-                [{"name": "search"}], [{**one, "id": 1}], [], one,
-                [one] * (MAX_CALLS_PER_STEP + 1)):  # fmt: skip
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema)
 
 
 async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> None:
@@ -468,23 +427,6 @@ async def test_prose_gets_no_second_look_first_uncalibrated_after_a_tool_or_thou
 # --- a call to a tool that is not there ------------------------------------------------
 
 
-def test_a_name_means_the_offered_tool_it_is_a_separator_case_or_letter_away_from() -> None:
-    from desktop.core.tracks.constrained import offered_tool
-
-    tools = [SEARCH, CLOCK]
-    for written, meant in [
-        ("current_time", "current_time"),
-        ("Current-Time", "current_time"),
-        ("current.time", "current_time"),
-        ("get_current_time", "current_time"),
-        ("serch", "search"),
-        ("searches", "search"),
-    ]:
-        assert offered_tool(written, tools) == meant, written
-    for made_up in ["joke", "tell_joke", "The Godfather", "calculate_sin", "", "time"]:
-        assert offered_tool(made_up, tools) is None, made_up
-
-
 async def test_a_call_to_a_tool_that_is_not_offered_becomes_a_plain_answer() -> None:
     """ "Tell me a short joke." opened `{"name": "joke"`: no tool fits, so the model answers
     in words, without the tool prompt; it is not asked for a call to some real tool, and
@@ -558,21 +500,6 @@ async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:
 
 
 # --- a call under the bar, made for its sure arguments --------------------------------
-
-
-def test_the_arguments_odds_are_the_mean_of_their_word_tokens() -> None:
-    """From the first "arguments" on, tokens with letters or digits: parameter names and
-    values; the tool's name and the JSON around them do not count."""
-    import math
-
-    from desktop.core.tracks.constrained import arguments_odds
-
-    tokens = [("[{", 0.1), ('"name', 0.2), ('":"', 0.3), ("search", 0.05), ('","', 0.4),
-              ("arguments", 0.5), ('":{"', 0.01), ("query", 0.9), ('":"', 0.02), ("rust", 0.4),
-              ('"}}]', 0.03)]  # fmt: skip
-    assert math.isclose(arguments_odds(tokens) or 0, math.sqrt(0.9 * 0.4))
-    assert arguments_odds([("[]", 0.5)]) is None
-    assert arguments_odds([('{"arguments":{}}', 0.9)]) is None
 
 
 def sure_of(*values: float) -> list[tuple[str, float]]:
