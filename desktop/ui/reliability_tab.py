@@ -32,6 +32,7 @@ class ReliabilityTab(QWidget):
         self.card_rows: dict[str, QLabel] = {}
         for label, value in calibration.card() if calibration else []:
             shown = QLabel(value)
+            shown.setWordWrap(True)
             shown.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             shown.setAccessibleName(label)
             self.card_rows[label] = shown

@@ -35,6 +35,9 @@ class TrackScore:
     score: float  # balanced accuracy
     arguments_right: int = 0  # of the due calls made, those with the example's arguments
     answered_in_full: int = 0  # the due questions answered in full (arguments checked)
+    # Questions this track was not asked once it could no longer do better than the
+    # chosen one (the native track; 0 in cards from before it could stop).
+    left_unasked: int = 0
 
     @classmethod
     def of(
@@ -124,13 +127,10 @@ class Calibration:
     def card(self) -> list[tuple[str, str]]:
         """The card's rows, as the Settings dialog and the CLI show them."""
         s = self.chosen
-        gate = f"bar {self.bar:.2f}" if self.odds_reported else "no odds from this backend"
-        if self.odds_reported and self.later_bar is not None:
-            gate += f"; after earlier turns {self.later_bar:.2f}"
-        if self.odds_reported and self.arguments_bar is not None:
-            gate += f"; under it, arguments {self.arguments_bar:.2f}"
-        rows = [
-            ("Track", f"{self.track} ({gate})" if self.track != "native" else "native"),
+        rows: list[tuple[str, str]] = [("Track", self.track)]
+        if self.track != "native":
+            rows += self._gate()
+        rows += [
             ("Calls right where one is due", _share(s.due_right, s.due)),
             ("… with the expected arguments", _share(s.arguments_right, s.answered_in_full)),
             ("Parallel calls right", _share(s.parallel_right, s.parallel)),
@@ -138,12 +138,29 @@ class Calibration:
             ("Invalid or cut-off calls", f"{s.invalid} invalid, {s.cut_off} cut off"),
             ("Per call", f"{s.tokens_per_call:.0f} tokens, {s.seconds_per_call:.1f} s"),
         ]
-        others = [o for o in self.scores if o.track != self.track]
-        rows += [
-            (f"{o.track.capitalize()} track", f"{o.score:.0%} right, against {s.score:.0%}")
-            for o in others
-        ]
+        for other in (o for o in self.scores if o.track != self.track):
+            asked = other.due + other.quiet
+            if other.left_unasked:
+                shown = (f"not kept: after {asked} of {asked + other.left_unasked} questions"
+                         f" it could no longer do better than {self.track}")  # fmt: skip
+            else:
+                shown = f"{other.score:.0%} right, against {s.score:.0%}"
+            rows.append((f"{other.track.capitalize()} track", shown))
         rows.append(("Measured", f"{self.day}, {self.cases} questions, {self.seconds:.0f} s"))
+        return rows
+
+    def _gate(self) -> list[tuple[str, str]]:
+        """The call gate's bars, in words."""
+        if not self.odds_reported:
+            return [("Call gate", "none: this backend gives no token odds")]
+        if self.later_bar is None:
+            rows = [("Call gate", f"bar {self.bar:.2f} for every request")]
+        else:
+            rows = [("Call gate", f"bar {self.bar:.2f}; after earlier turns {self.later_bar:.2f}")]
+        if self.arguments_bar is not None:
+            rows.append(
+                ("Arguments' bar", f"{self.arguments_bar:.2f}, for a call under the gate's bar")
+            )
         return rows
 
 

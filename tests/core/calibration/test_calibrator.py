@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.questions import FULL_ANSWERS, LATER_KINDS
+from desktop.core.calibration.store import CalibrationStore
 from desktop.core.messages import ToolCall
 from tests.core.calibration.samples import (
     TOOLS,
@@ -34,10 +36,11 @@ async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
     assert chosen.answered_in_full == chosen.arguments_right == first < chosen.due
     rows = dict(calibration.card())
     assert rows["No call where none fits"].startswith(f"{chosen.quiet} of {chosen.quiet}")
-    assert "bar 0.7" in rows["Track"] or "bar 0.8" in rows["Track"]
+    assert rows["Track"] == "constrained"
+    assert rows["Call gate"].startswith(("bar 0.7", "bar 0.8"))
 
 
-async def test_native_is_chosen_only_where_it_does_better() -> None:
+async def test_native_is_chosen_only_where_it_does_better(tmp_path: Path) -> None:
     """With native tool calling on offer, the same questions go to that track too; this
     fake's native answers are plain text, so the gated track is kept."""
     model = sure_model()
@@ -51,6 +54,12 @@ async def test_native_is_chosen_only_where_it_does_better() -> None:
     few += min(FULL_ANSWERS, sum(not c.due for c in calibrator.cases))
     asked = sum(bool(r.tools) for r in model.requests)  # only the native track sends tools
     assert asked == native.due + native.quiet < few
+    assert native.left_unasked == few - asked  # the card says it stopped, not "100% right"
+    assert dict(calibration.card())["Native track"] == (
+        f"not kept: after {asked} of {few} questions it could no longer do better than constrained"
+    )
+    CalibrationStore(tmp_path / "calibrations.json").put(calibration)
+    assert CalibrationStore(tmp_path / "calibrations.json").get("m") == calibration
 
 
 async def test_a_native_track_that_does_better_is_chosen() -> None:
@@ -77,6 +86,7 @@ async def test_a_native_track_that_does_better_is_chosen() -> None:
     calibration = await calibrator.run()
     gated, native = calibration.scores
     assert native.due + native.quiet == 2 * FULL_ANSWERS  # it was asked them all
+    assert native.left_unasked == 0
     assert native.score > gated.score and calibration.track == "native"
 
 

@@ -25,18 +25,18 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
         "cases": 4, "seconds": 3.0, "odds_reported": True,
     }  # fmt: skip
     calibration = Calibration.from_dict(data)  # as written before there were two bars
-    assert calibration.to_dict() == {**data, "later_bar": None, "arguments_bar": None,
-                                     "method": 1}  # fmt: skip
+    scores = [{**data["scores"][0], "left_unasked": 0}]  # a field added since
+    assert calibration.to_dict() == {**data, "scores": scores, "later_bar": None,
+                                     "arguments_bar": None, "method": 1}  # fmt: skip
     assert calibration.bars == Bars(0.8, 0.8)  # one bar judges every request
     assert calibration.source == "calibrated 2026-11-30"
     card = dict(calibration.card())
     assert card["Parallel calls right"] == "none asked"
-    assert card["Track"] == "constrained (bar 0.80)"
+    assert card["Track"] == "constrained" and card["Call gate"] == "bar 0.80 for every request"
+    assert "Arguments' bar" not in card
     two = Calibration.from_dict({**data, "later_bar": 0.55})
     assert two.to_dict()["later_bar"] == 0.55 and two.bars == Bars(0.8, 0.55)
-    assert dict(two.card())["Track"] == "constrained (bar 0.80; after earlier turns 0.55)"
+    assert dict(two.card())["Call gate"] == "bar 0.80; after earlier turns 0.55"
     three = Calibration.from_dict({**data, "later_bar": 0.55, "arguments_bar": 0.95, "method": 2})
     assert three.bars == Bars(0.8, 0.55, 0.95) and three.method == 2
-    assert dict(three.card())["Track"] == (
-        "constrained (bar 0.80; after earlier turns 0.55; under it, arguments 0.95)"
-    )
+    assert dict(three.card())["Arguments' bar"] == "0.95, for a call under the gate's bar"

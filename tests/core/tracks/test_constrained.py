@@ -33,7 +33,8 @@ async def test_a_plain_answer_is_never_constrained() -> None:
 
 
 async def test_a_call_is_generated_again_under_the_schema() -> None:
-    from desktop.core.tracks.constrained import CALL_TOKEN_BUDGET, call_schema
+    from desktop.core.tracks.constrained import CALL_TOKEN_BUDGET
+    from desktop.core.tracks.step_calls import call_schema
 
     provider = ScriptedProvider(
         [
