@@ -88,6 +88,12 @@ class Opening:
     written: ConstrainedCalls | None = None
 
 
+def _first_request_step(messages: Sequence[Message]) -> bool:
+    """A first request (no earlier turns), nothing answered in it yet (no call, no result)."""
+    earlier, current = split_turns(messages)
+    return not earlier and not any(m.role in ("assistant", "tool") for m in current)
+
+
 class ConstrainedTools(ProviderWrapper):
     """The emulated track in two phases. The model answers freely, and its prose streams;
     the moment its answer starts a call, that generation is dropped and the calls are asked
@@ -149,11 +155,12 @@ class ConstrainedTools(ProviderWrapper):
 
     def weighs_arguments(self, messages: Sequence[Message]) -> bool:
         """Whether a call under its bar is judged by its arguments: where the model has a
-        bar for them, on a first request. After earlier turns a model copies values from
-        them as surely as from the request: asked "Did it work?" after a call, the bundled
-        model wrote that call again with arguments' odds of 0.94-1.0; there the second
-        look judges."""
-        return self.min_arguments_odds is not None and not split_turns(messages)[0]
+        bar for them, on the first step of a first request. A model copies values it has
+        seen as surely as values from the request: asked "Did it work?" after a call, the
+        bundled model wrote that call again with arguments' odds of 0.94-1.0, and right
+        after a result it writes the call that produced it again. After earlier turns the
+        second look judges; after a result, the bar alone."""
+        return self.min_arguments_odds is not None and _first_request_step(messages)
 
     def looks_again_at_prose(self, messages: Sequence[Message]) -> bool:
         """Whether an answer that opens in prose gets a second look: a turn's first step

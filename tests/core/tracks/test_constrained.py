@@ -592,3 +592,27 @@ async def test_after_earlier_turns_the_arguments_are_not_weighed() -> None:
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
     assert reply.tool_calls == [] and reply.gate is not None and reply.gate.arguments is None
+
+
+async def test_after_a_tools_result_the_arguments_are_not_weighed() -> None:
+    """Right after a result a model writes the call that produced it again, surely (the
+    values are in front of it): the app's own screenshot showed current_time asked twice.
+    So only a turn's first step weighs arguments; later steps stand by the bar alone."""
+    from desktop.core.messages import ToolCall
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    call = ToolCall("c1", "search", {"query": "rust"})
+    messages = [Message.user("Search for rust"), Message.assistant("", [call]),
+                Message.tool("c1", "search", "Found 3 notes.")]  # fmt: skip
+    images_after = [*messages, Message.user("(images from the tools)")]
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.8)]), "It found 3 notes."],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
+    assert track.weighs_arguments(messages[:1])
+    assert not track.weighs_arguments(messages) and not track.weighs_arguments(images_after)
+    events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert [r.options.phase for r in provider.requests] == [None, "call-odds", "plain"]
+    assert reply.tool_calls == [] and reply.text == "It found 3 notes."
