@@ -563,7 +563,8 @@ def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
     qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
     calibration = window.session.calibration
     assert calibration is not None and calibration.bar > 0.5
-    assert "Tool calling calibrated" in window.statusBar().currentMessage()
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Calibrated: ") and len(message) <= 75
     assert f"bar {calibration.bar:.2f}" in window.track_label.text()
     dialog = SettingsDialog(
         window.session.settings, [], window.session.secrets, window, calibration=calibration
