@@ -96,14 +96,12 @@ class Calibrator:
             return Bars.chosen(made), [a for a, c in zip(made, asked, strict=True) if c in few]
 
         opened: dict[int, Answer] = {}
-        native_unasked = 0
         for done, (name, how, case) in enumerate(plan, start=1):
             if how == "opening":
                 opened[id(case)] = await self._ask(partial(opening, track, case))
                 if len(opened) == len(self.cases):  # in the questions' own order again
                     decided = [opened[id(c)] for c in self.cases]
             elif name == "native" and not _may_win(full["native"], few, *reference()):
-                native_unasked = len(few) - len(full["native"])
                 self.progress(len(plan), len(plan))
                 break  # right answers to all the rest would not make it the better track
             else:
@@ -118,7 +116,9 @@ class Calibrator:
         chosen = first
         if self.native:
             native_score = TrackScore.of("native", full["native"], bars)
-            scores.append(replace(native_score, left_unasked=native_unasked))
+            # Fewer answers than questions: it was stopped once it could not win.
+            unasked = len(few) - len(full["native"])
+            scores.append(replace(native_score, left_unasked=unasked))
             if len(full["native"]) == len(few) and _wins(full["native"], first_answers, bars):
                 chosen = "native"
         return Calibration(

@@ -17,7 +17,7 @@ from desktop.core.calibration.questions import (
     Case,
     CaseKind,
 )
-from desktop.core.events import Reply, UsageReport
+from desktop.core.events import CallGate, Reply, UsageReport
 from desktop.core.messages import ToolCall
 from desktop.core.providers.base import Provider
 from desktop.core.tracks.constrained import ConstrainedTools
@@ -55,10 +55,12 @@ class Answer:
     def right_at(self, bar: float, arguments_bar: float | None = None) -> bool:
         """Was the outcome right with this bar on the call gate (and this bar for the
         arguments of a call under it)?"""
-        sure = self.odds is None or self.odds >= bar
-        if not sure and arguments_bar is not None and self.arguments_odds is not None:
-            sure = self.arguments_odds >= arguments_bar
-        called = self.called and sure
+        # The gate's own rule; without odds (prose first, or none reported) nothing is weighed.
+        passed = (
+            self.odds is None
+            or CallGate(self.odds, bar, "calibration", self.arguments_odds, arguments_bar).passed
+        )
+        called = self.called and passed
         return self.right if called else not self.due
 
     def right_with(self, bars: Bars) -> bool:

@@ -240,7 +240,7 @@ class ConstrainedTools(ProviderWrapper):
         if not sure:
             return Opening(True, tool, None)
         odds = await self._odds_of_a_call(history, options)
-        if split_turns(messages)[0]:  # no arguments weighed after earlier turns
+        if not _first_request_step(messages):  # arguments are weighed there only
             looked = await self.second_look(messages, tools, options)
             return Opening(True, tool, odds, looked.odds if looked else None)
         known = known_names(messages, tools)
