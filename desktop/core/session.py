@@ -475,7 +475,7 @@ class Session:
             trace.gate = {"bar": bar, "source": source}
             if second := active.second_look_bar(conversation):
                 trace.gate |= {"alone_bar": second[0], "alone_source": second[1]}
-            if active.weighs_arguments(conversation):
+            if active.weighs_arguments(conversation) or second:  # the turn alone is weighed
                 trace.gate["arguments_bar"] = active.min_arguments_odds
         tools_on = preset is None or preset.tools
         turn = run_turn(

@@ -89,7 +89,11 @@ def step_sections(
             rows.append((f"→ plain answer ({reason})", ""))
             rows.append(("← plain output", output))
         else:
-            rows.append(("→ constrained re-ask (JSON Schema)", _pretty(options.get("json_schema"))))
+            # The second look writes the turn alone's calls, to weigh their arguments.
+            alone = phase["request"]["messages"] != request["messages"]
+            where = ", the turn alone" if alone and gate is not None and "alone_bar" in gate else ""
+            schema = _pretty(options.get("json_schema"))
+            rows.append((f"→ constrained re-ask{where} (JSON Schema)", schema))
             rows.append(("← constrained output", output))
             chosen = phase.get("chosen_tokens", [])
             if chosen and gate is not None and gate.get("arguments_bar") is not None:

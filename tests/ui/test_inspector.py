@@ -158,3 +158,21 @@ def test_every_rejection_stage_has_its_verdict_label() -> None:
     from desktop.ui.inspector import VERDICTS
 
     assert set(VERDICTS) == set(get_args(RejectionStage))
+
+
+def test_the_turn_alones_calls_show_how_sure_their_arguments_were() -> None:
+    """After earlier turns, a call under both bars: the turn alone's calls are written
+    and their arguments weighed; the rows say which prompt they came from."""
+    probes = [
+        phase({"phase": "call-odds"}, "{", [["{", p], ["Hi", 1 - p]], messages)
+        for p, messages in ((0.55, CONVERSATION), (0.7, ALONE))
+    ]
+    constrained = phase({"phase": "constrained", "json_schema": {}}, "[]", None, ALONE)
+    constrained["chosen_tokens"] = [['[{"name":"weather","arguments":{"', 0.9], ["city", 0.99],
+                                    ['":"', 0.2], ["Oslo", 0.99], ['"}}]', 0.5]]  # fmt: skip
+    step = {"request": {"messages": CONVERSATION, "tools": [], "options": {}}, "events": [],
+            "phases": [*probes, constrained]}  # fmt: skip
+    titles = [title for title, _ in step_sections(step, {**GATE, "arguments_bar": 0.95})]
+    assert "call gate: 0.70 < bar 0.93: plain answer" in titles
+    assert "→ constrained re-ask, the turn alone (JSON Schema)" in titles
+    assert titles[-1] == "arguments' odds: 0.99 ≥ bar 0.95: call"

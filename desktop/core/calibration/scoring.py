@@ -45,6 +45,8 @@ class Answer:
     alone_odds: float | None = None
     # The odds of its call's arguments, written under the grammar (where odds were weighed).
     arguments_odds: float | None = None
+    # Asked after earlier turns, where the turn alone opened a call: its arguments' odds.
+    alone_arguments_odds: float | None = None
     checked: bool = True  # its calls' arguments were checked (written in full)
 
     @property
@@ -65,9 +67,14 @@ class Answer:
 
     def right_with(self, bars: Bars) -> bool:
         """Was the outcome right with the gate's bars (its own kind's bar judging, and for
-        a later request the first bar on its second look, at a call or at prose)?"""
-        if self.alone_odds is not None and self.alone_odds >= bars.first:
-            return self.right
+        a later request the first bars on its second look, at a call or at prose)?"""
+        if self.alone_odds is not None:
+            alone = CallGate(
+                self.alone_odds, bars.first, "calibration", self.alone_arguments_odds,
+                bars.arguments,
+            )  # fmt: skip
+            if alone.passed:
+                return self.right
         if self.later:  # arguments are weighed on a first request only
             return self.right_at(bars.later)
         return self.right_at(bars.first, bars.arguments)
@@ -154,6 +161,7 @@ async def opening(provider: ConstrainedTools, case: Case) -> Answer:
         arguments_right=right and not broken and calls_right(made, case.expected),
         alone_odds=seen.alone,
         arguments_odds=written.arguments if written else None,
+        alone_arguments_odds=seen.alone_written.arguments if seen.alone_written else None,
         checked=written is not None,
     )
 

@@ -86,6 +86,22 @@ class Opening:
     # Where odds were weighed: the calls written under the grammar, with their arguments'
     # odds (see `arguments_odds`).
     written: ConstrainedCalls | None = None
+    # After earlier turns, where the turn asked alone opens a call: its calls so written.
+    alone_written: ConstrainedCalls | None = None
+
+
+@dataclass(frozen=True)
+class SecondLook:
+    """The gate on the current turn asked alone (see `ConstrainedTools.second_look`), and
+    the calls the turn alone wrote under the grammar where its arguments were weighed."""
+
+    gate: CallGate
+    written: ConstrainedCalls | None = None
+
+    @property
+    def calls(self) -> ConstrainedCalls | None:
+        """The calls to make: the turn alone's, where its arguments carried the gate."""
+        return self.written if self.gate.arguments_sure else None
 
 
 def _first_request_step(messages: Sequence[Message]) -> bool:
@@ -111,7 +127,7 @@ class ConstrainedTools(ProviderWrapper):
     a first request and 0.54 after four earlier turns), so one bar fits one or the other.
     How much less surely depends on what the earlier turns were, which no calibration can
     foresee; so a call that fails the later bar gets a second look, the current turn asked
-    alone and judged by the first request's bar (`second_look`), and so does an answer
+    alone and judged as a first request, by its bars (`second_look`), and so does an answer
     that opens in prose there (`looks_again_at_prose`).
 
     A first request's call still under its bar is written under the grammar all the same,
@@ -159,7 +175,8 @@ class ConstrainedTools(ProviderWrapper):
         seen as surely as values from the request: asked "Did it work?" after a call, the
         bundled model wrote that call again with arguments' odds of 0.94-1.0, and right
         after a result it writes the call that produced it again. After earlier turns the
-        second look judges; after a result, the bar alone."""
+        second look judges, weighing the turn alone's arguments (no earlier turn there to
+        copy from); after a result, the bar alone."""
         return self.min_arguments_odds is not None and _first_request_step(messages)
 
     def looks_again_at_prose(self, messages: Sequence[Message]) -> bool:
@@ -184,25 +201,54 @@ class ConstrainedTools(ProviderWrapper):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: RequestOptions,
-    ) -> CallGate | None:
+        first: str | None = None,
+        *,
+        always_weigh: bool = False,
+    ) -> SecondLook | None:
         """The gate on the current turn without the earlier ones (None for a first
         request): as sure as the request makes the model by itself, against the first
         request's bar. One more one-token probe, whose prompt is the tool prompt the server
-        has cached plus the turn."""
+        has cached plus the turn.
+
+        The turn alone is a first request, and is judged as one: where it would open a
+        call under the bar, its calls are written under the grammar (the first pinned to
+        `first`, the tool the answer named) and their arguments weighed against the
+        arguments' bar. Judged by odds alone, the calls their arguments carry on a first
+        request were lost deep in a chat: the bundled model after four turns scored 12 of
+        20 `multiple` cases that way, 15 so (all: 75 and 78 of 110; bench/accuracy.py
+        --history 4). `always_weigh`: whatever the bar (calibration, which chooses the
+        bars afterwards)."""
         bar = self.second_look_bar(messages)
         if bar is None:
             return None
         current = split_turns(messages)[1]
-        return CallGate(await self._odds_of_a_call(emulated_history(current, tools), options), *bar)
+        alone = emulated_history(current, tools)
+        odds, opens = await self._probe(alone, options)
+        gate = CallGate(odds, *bar)
+        weigh = always_weigh or (not gate.passed and self.min_arguments_odds is not None)
+        if not (opens and weigh):
+            return SecondLook(gate)
+        known = known_names(current, tools)
+        written = await self._constrained_calls(alone, tools, options, first, known, weigh=True)
+        gate = replace(gate, arguments=written.arguments, arguments_bar=self.min_arguments_odds)
+        return SecondLook(gate, written)
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
+        return (await self._probe(history, options))[0]
+
+    async def _probe(self, history: list[Message], options: RequestOptions) -> tuple[float, bool]:
+        """The odds that the answer opens a call, and whether its likeliest first token
+        does (what the free answer, at temperature 0, would open with)."""
         probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
-        odds: float | None = None
+        alternatives: tuple[tuple[str, float], ...] | None = None
         async with aclosing(self.inner.stream(history, [], probe)) as answer:
             async for event in answer:  # read to the end: one token, then its usage
-                if isinstance(event, TokenOdds) and odds is None:
-                    odds = call_odds(event.alternatives)
-        return 1.0 if odds is None else odds  # no odds after all: trust the call
+                if isinstance(event, TokenOdds) and alternatives is None:
+                    alternatives = event.alternatives
+        if not alternatives:
+            return 1.0, True  # no odds after all: trust the call
+        likeliest = max(alternatives, key=lambda pair: pair[1])
+        return call_odds(alternatives), call_odds([likeliest]) > 0
 
     async def opening(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
@@ -232,7 +278,9 @@ class ConstrainedTools(ProviderWrapper):
             # Prose after earlier turns: how the turn asked alone would open (the stream's
             # second look; its call would name this tool).
             alone = await self.opening(split_turns(messages)[1], tools, options)
-            return Opening(False, alone.tool, None, alone.odds if alone.call else None)
+            if not alone.call:
+                return Opening(False, alone.tool, None)
+            return Opening(False, alone.tool, None, alone.odds, alone_written=alone.written)
         tool = offered_tool(named.group(1), tools) if named else None
         if named and tool is None:
             return Opening(False, None, None)  # the stream answers such a call in text
@@ -241,8 +289,10 @@ class ConstrainedTools(ProviderWrapper):
             return Opening(True, tool, None)
         odds = await self._odds_of_a_call(history, options)
         if not _first_request_step(messages):  # arguments are weighed there only
-            looked = await self.second_look(messages, tools, options)
-            return Opening(True, tool, odds, looked.odds if looked else None)
+            looked = await self.second_look(messages, tools, options, tool, always_weigh=True)
+            if looked is None:
+                return Opening(True, tool, odds)
+            return Opening(True, tool, odds, looked.gate.odds, alone_written=looked.written)
         known = known_names(messages, tools)
         written = await self._constrained_calls(history, tools, options, tool, known, weigh=True)
         return Opening(True, tool, odds, None, written)
@@ -296,9 +346,12 @@ class ConstrainedTools(ProviderWrapper):
                 else:
                     yield event
         opened_in_prose = looking and not gate.holding and bool(gate.buffer.strip())
-        judged = await self.second_look(messages, tools, options) if opened_in_prose else None
-        if judged is not None:
+        looked = await self.second_look(messages, tools, options) if opened_in_prose else None
+        judged = looked.gate if looked else None
+        written: ConstrainedCalls | None = None
+        if looked is not None and judged is not None:
             raw = f"{gate.buffer}\n[prose; odds of a call, the turn alone: {judged.odds:.2f}]"
+            raw += _weighed_alone(looked)
             if not judged.passed:  # prose it is: asked again, shown as it streams
                 answer = self._plain_answer(
                     messages, tools, options, keep_tools=True, raw=raw, judged=judged,
@@ -308,6 +361,7 @@ class ConstrainedTools(ProviderWrapper):
                     yield event
                 return
             prose = ""  # a call after all; the prose it opened with is not shown
+            written = looked.calls
         else:
             for event in held:
                 yield event
@@ -337,7 +391,6 @@ class ConstrainedTools(ProviderWrapper):
             odds = await self._odds_of_a_call(history, options)
             judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
-        written: ConstrainedCalls | None = None
         if judged is not None and not judged.passed:
             if self.weighs_arguments(messages):
                 # Its arguments may make it pass: written now, while the server has this
@@ -346,10 +399,12 @@ class ConstrainedTools(ProviderWrapper):
                     history, tools, options, first, known, weigh=True
                 )
                 raw += f"\n[constrained]\n{written.raw}"
-            looked = await self.second_look(messages, tools, options)
+            looked = await self.second_look(messages, tools, options, first)
             if looked is not None:
-                raw += f"\n[odds of a call, the turn alone: {looked.odds:.2f}]"
-                judged = looked if looked.passed else judged
+                raw += f"\n[odds of a call, the turn alone: {looked.gate.odds:.2f}]"
+                raw += _weighed_alone(looked)
+                if looked.gate.passed:
+                    judged, written = looked.gate, looked.calls
             if not judged.passed and written is not None:
                 judged = replace(
                     judged, arguments=written.arguments, arguments_bar=self.min_arguments_odds
@@ -479,3 +534,11 @@ class ConstrainedTools(ProviderWrapper):
             text, _ = strip_thinking(reply.text)
             raw_all = f"{raw}\n[plain]\n{reply.raw}" if raw else reply.raw
             yield Reply(f"{shown}{text}", [], [], raw_all, reply.finish_reason, judged)
+
+
+def _weighed_alone(looked: SecondLook) -> str:
+    """For the raw output: the calls the turn alone wrote, and their arguments' odds."""
+    if looked.written is None:
+        return ""
+    sure = "none" if looked.gate.arguments is None else f"{looked.gate.arguments:.2f}"
+    return f"\n[constrained, the turn alone]\n{looked.written.raw}\n[odds of its arguments: {sure}]"

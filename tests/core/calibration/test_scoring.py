@@ -168,3 +168,21 @@ def test_after_earlier_turns_arguments_neither_set_the_bar_nor_rescue_a_call() -
     bars = Bars.chosen([*first, *unwanted, copied, later(True, 0.8, 0.2)])
     assert bars.arguments == pytest.approx((0.8 + 0.9) / 2)  # later answers left out
     assert copied.right_with(bars)  # under the later bar, and its arguments not weighed
+
+
+def test_a_later_answer_is_carried_by_the_turn_alones_sure_arguments_as_the_gate_does() -> None:
+    """The gate's second look judges the turn alone as a first request: under the first
+    bar, its call counts as made where its arguments (the turn alone's, which no earlier
+    turn could have lent it) pass the arguments' bar."""
+    from dataclasses import replace
+
+    from desktop.core.calibration.scoring import Bars
+
+    bars = Bars(first=0.9, later=0.6, arguments=0.95)
+    due = replace(answer(True, 0.5), kind="later", alone_odds=0.7)
+    unwanted = replace(answer(False, 0.5), kind="unfit-later", alone_odds=0.7)
+    assert not due.right_with(bars) and unwanted.right_with(bars)
+    assert replace(due, alone_arguments_odds=0.99).right_with(bars)
+    assert not replace(unwanted, alone_arguments_odds=0.99).right_with(bars)
+    assert not replace(due, alone_arguments_odds=0.9).right_with(bars)  # unsure of them
+    assert not replace(due, alone_arguments_odds=0.99).right_with(Bars(0.9, 0.6))  # no bar

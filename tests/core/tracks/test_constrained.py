@@ -569,25 +569,65 @@ async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them(
     assert unsure.requests[2].options.json_schema is None
 
 
-async def test_after_earlier_turns_the_arguments_are_not_weighed() -> None:
+async def test_after_earlier_turns_the_arguments_weighed_are_the_turn_alones() -> None:
     """Values copied from an earlier turn are as sure as values from the request ("Did it
-    work?" after a call got that call again): after earlier turns the second look judges a
-    call under its bar, and no call is written to weigh."""
+    work?" after a call got that call again): so after earlier turns the arguments are not
+    weighed in context. The turn asked alone has no earlier values to copy: it is a first
+    request, and a call it opens under the first bar is written and its arguments weighed.
+    Sure of them, the turn alone's call is made; unsure, the answer is text."""
     from desktop.core.tracks.constrained import ConstrainedTools
+    from desktop.core.tracks.prompt import EARLIER_HEAD
 
     earlier = [Message.user("Search for rust"), Message.assistant("Found 3 notes.")]
     messages = [*earlier, Message.user("Did it work?")]
+    outcomes = []
+    for arguments in (0.5, 0.998):
+        script: list[Script] = [
+            Step(chunks=['{"name": "search"']),
+            Step(odds=[("{", 0.5)]),
+            Step(odds=[("{", 0.7), ("Yes", 0.3)]),
+            Step(chunks=[CALL], chosen=sure_of(arguments)),
+            "Yes, it found three notes.",
+        ]
+        provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
+        track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
+                                 min_arguments_odds=0.95, bar_source="calibrated")  # fmt: skip
+        assert not track.weighs_arguments(messages) and track.weighs_arguments(messages[-1:])
+        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        reply = next(e for e in events if isinstance(e, Reply))
+        phases = [r.options.phase for r in provider.requests]
+        assert phases[:4] == [None, "call-odds", "call-odds", "constrained"]
+        written = provider.requests[3]
+        assert EARLIER_HEAD not in written.messages[0].text and written.options.top_logprobs == 1
+        assert "[constrained, the turn alone]" in reply.raw
+        assert reply.gate is not None
+        gate = (reply.gate.source, reply.gate.arguments_bar)
+        outcomes.append((len(phases), [c.name for c in reply.tool_calls], gate))
+    assert outcomes == [
+        # Unsure: answered in text; the gate in context (under its bar) said no.
+        (5, [], ("calibrated, after earlier turns", None)),
+        # Sure: the call the turn alone wrote, carried by its arguments.
+        (4, ["search"], ("calibrated, the turn alone", 0.95)),
+    ]
+
+
+async def test_a_turn_alone_that_would_answer_in_words_is_not_weighed() -> None:
+    """Its likeliest first token is prose: as a first request it would not have called, so
+    no call is written to weigh."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    earlier = [Message.user("Search for rust"), Message.assistant("Found 3 notes.")]
     script: list[Script] = [
         Step(chunks=['{"name": "search"']),
         Step(odds=[("{", 0.5)]),
-        Step(odds=[("{", 0.7)]),
+        Step(odds=[("{", 0.4), ("Yes", 0.6)]),
         "Yes, it found three notes.",
     ]
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
     track = ConstrainedTools(
         provider, min_call_odds=0.9, later_call_odds=0.6, min_arguments_odds=0.95
     )
-    assert not track.weighs_arguments(messages) and track.weighs_arguments(messages[-1:])
+    messages = [*earlier, Message.user("Did it work?")]
     events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
@@ -616,3 +656,24 @@ async def test_after_a_tools_result_the_arguments_are_not_weighed() -> None:
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "plain"]
     assert reply.tool_calls == [] and reply.text == "It found 3 notes."
+
+
+async def test_the_opening_after_earlier_turns_weighs_the_turn_alones_arguments() -> None:
+    """For calibration, which chooses the bars afterwards: a call opened after earlier
+    turns is read with the turn alone's odds and, whatever the bars, its calls written
+    under the grammar with their arguments' odds."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+    from desktop.core.tracks.prompt import EARLIER_HEAD
+
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]),
+         Step(odds=[("{", 0.99)]), Step(chunks=[CALL], chosen=sure_of(0.998))],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    messages = [*earlier, Message.user("Search for rust")]
+    seen = await ConstrainedTools(provider).opening(messages, [SEARCH], RequestOptions())
+    assert (seen.call, seen.tool, seen.odds, seen.alone) == (True, "search", 0.5, 0.99)
+    assert seen.written is None and seen.alone_written is not None
+    assert seen.alone_written.arguments is not None and seen.alone_written.arguments > 0.99
+    assert EARLIER_HEAD not in provider.requests[3].messages[0].text
