@@ -170,7 +170,11 @@ def with_distractors(
     """The case's tools plus `count` from other cases (the same ones on every run), then
     the selection the app would offer for the question; and why each was offered."""
     own = {t.name for t in tools}
-    others = [t for t in pool if t.name not in own]
+    # Several cases share a tool's name (a toolbox never offers one name twice): the first.
+    first: dict[str, Tool] = {}
+    for tool in pool:
+        first.setdefault(tool.name, tool)
+    others = [t for name, t in first.items() if name not in own]
     random.Random(case["id"]).shuffle(others)
     padded = tools + others[:count]
     random.Random(f"{case['id']}:order").shuffle(padded)  # the right tools are not first

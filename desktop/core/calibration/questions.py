@@ -12,6 +12,7 @@ from typing import Any, Literal
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import RequestOptions
 from desktop.core.tool_spec import Example, ToolSpec
+from desktop.core.tools.selection import SELECTED
 
 CaseKind = Literal[
     "call", "calls", "distracted", "later", "unfit", "unfit-later", "chat", "near-miss", "answered"
@@ -31,8 +32,8 @@ ASKED = 10
 # native track.
 FULL_ANSWERS = 6
 # At most this many tools beside a question: as many as a turn offers when tool selection
-# picks (tools/selection.py), so that a few hundred tools still make short prompts.
-OFFERED = 4
+# picks, so that a few hundred tools still make short prompts.
+OFFERED = SELECTED
 # Requests no tool serves: the model should answer them in words.
 CHIT_CHAT = (
     "Tell me a short joke.",

@@ -14,7 +14,13 @@ from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.builtin import builtin_tools
-from desktop.core.tools.selection import MAX_TOOLS, ToolSelector, needs_selection, offer_for
+from desktop.core.tools.selection import (
+    MAX_TOOLS,
+    SELECTED,
+    ToolSelector,
+    needs_selection,
+    offer_for,
+)
 from desktop.core.tools.toolbox import Tool
 from tests.support.fakes import Request, ScriptedProvider, Step
 
@@ -72,7 +78,7 @@ def test_the_tool_that_fits_the_request_is_among_the_few_offered(
 ) -> None:
     offer = ToolSelector(MANY).select(request_text)
     assert expected in [t.name for t in offer.tools]
-    assert len(offer.tools) <= 6 and offer.left_out >= len(MANY) - 6
+    assert len(offer.tools) <= SELECTED and offer.left_out >= len(MANY) - SELECTED
     assert offer.reasons[expected].startswith("matches the request")
 
 
@@ -135,7 +141,28 @@ def test_a_huge_description_from_a_server_is_indexed_in_part_and_fast() -> None:
     import time
 
     hostile = [*MANY, tool("evil__tool", "weather " * 1_000_000, *[f"p{i}" for i in range(5000)])]
+    endless = {"type": "string", "enum": [f"weather {i}" for i in range(100_000)]}
+    hostile.append(Tool("evil__enum", "x", {"type": "object", "properties": {"e": endless}}, noop))
     started = time.perf_counter()
     offer = ToolSelector(hostile).select("What's the weather in Oslo for the next three days?")
     assert time.perf_counter() - started < 2
     assert "weather__forecast" in [t.name for t in offer.tools]
+
+
+def test_the_values_a_parameter_takes_are_matched_too() -> None:
+    history = Tool(
+        "us_history__event_info",
+        "Retrieve information about an event in U.S. history",
+        {
+            "type": "object",
+            "properties": {
+                "event": {"type": "string"},
+                "aspect": {"type": "string", "enum": ["Start Date", "Participants"]},
+                "sources": {"type": "array", "items": {"enum": ["archives", "newspapers"]}},
+            },
+        },
+        noop,
+    )
+    selector = ToolSelector([*MANY, history])
+    for request in ("When did the Civil War start? The date, please", "Search old newspapers"):
+        assert "us_history__event_info" in [t.name for t in selector.select(request).tools]
