@@ -475,7 +475,10 @@ class Session:
             trace.gate = {"bar": bar, "source": source}
             if second := active.second_look_bar(conversation):
                 trace.gate |= {"alone_bar": second[0], "alone_source": second[1]}
-            if active.weighs_arguments(conversation) or second:  # the turn alone is weighed
+            # A first request's arguments are weighed, and after earlier turns the turn alone's.
+            if active.min_arguments_odds is not None and (
+                active.weighs_arguments(conversation) or second
+            ):
                 trace.gate["arguments_bar"] = active.min_arguments_odds
         tools_on = preset is None or preset.tools
         turn = run_turn(

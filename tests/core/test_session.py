@@ -93,6 +93,9 @@ async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path)
     assert events[-1].kind == "turn_finished"
     later = {"bar": calibration.bars.later, "source": f"{calibration.source}, after earlier turns",
              "alone_bar": calibration.bar, "alone_source": f"{calibration.source}, the turn alone"}  # fmt: skip
+    # This model's calls were all sure: no arguments' bar, so none is traced for the turn
+    # alone either (with one, the trace names it: the turn alone's arguments are weighed).
+    assert calibration.arguments_bar is None
     assert session.traces[conversation][-1].gate == later
     assert calibration.later_bar is not None
     store.close()
