@@ -226,7 +226,8 @@ class ConstrainedTools(ProviderWrapper):
         odds, opens = await self._probe(alone, options)
         gate = CallGate(odds, *bar)
         weigh = always_weigh or (not gate.passed and self.min_arguments_odds is not None)
-        if not (opens and weigh):
+        # After a result in this turn the model writes the call that made it again, surely.
+        if not (opens and weigh and _first_request_step(current)):
             return SecondLook(gate)
         known = known_names(current, tools)
         written = await self._constrained_calls(alone, tools, options, first, known, weigh=True)

@@ -677,3 +677,26 @@ async def test_the_opening_after_earlier_turns_weighs_the_turn_alones_arguments(
     assert seen.written is None and seen.alone_written is not None
     assert seen.alone_written.arguments is not None and seen.alone_written.arguments > 0.99
     assert EARLIER_HEAD not in provider.requests[3].messages[0].text
+
+
+async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either() -> None:
+    """Deep in a chat, a step after a result: the turn alone holds that call and its
+    result, and the model would copy the call surely (the app's own Tokyo question got
+    `current_time` asked twice). Its odds alone judge."""
+    from desktop.core.messages import ToolCall
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    call = ToolCall("c1", "search", {"query": "rust"})
+    messages = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search rust"),
+                Message.assistant("", [call]), Message.tool("c1", "search", "3 notes")]  # fmt: skip
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]),
+         Step(odds=[("{", 0.7), ("It", 0.3)]), "It found 3 notes."],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
+                             min_arguments_odds=0.95)  # fmt: skip
+    events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
+    assert reply.tool_calls == [] and "the turn alone]" not in reply.raw
