@@ -66,10 +66,11 @@ def step_sections(
     for phase in step.get("phases", []):
         options = phase["request"]["options"]
         output = phase.get("raw_output") or "(nothing)"
+        # The gate's second look asks about the turn alone (its odds, and the calls whose
+        # arguments it weighs): its prompt is not the step's.
+        alone = phase["request"]["messages"] != request["messages"]
+        second = alone and gate is not None and "alone_bar" in gate
         if options.get("phase") == "call-odds":
-            # The gate's second look asks about the turn alone: its prompt is not the step's.
-            alone = phase["request"]["messages"] != request["messages"]
-            second = alone and gate is not None and "alone_bar" in gate
             odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
             title = (
                 "→ odds of a call, the turn alone (second look)"
@@ -89,9 +90,7 @@ def step_sections(
             rows.append((f"→ plain answer ({reason})", ""))
             rows.append(("← plain output", output))
         else:
-            # The second look writes the turn alone's calls, to weigh their arguments.
-            alone = phase["request"]["messages"] != request["messages"]
-            where = ", the turn alone" if alone and gate is not None and "alone_bar" in gate else ""
+            where = ", the turn alone" if second else ""
             schema = _pretty(options.get("json_schema"))
             rows.append((f"→ constrained re-ask{where} (JSON Schema)", schema))
             rows.append(("← constrained output", output))

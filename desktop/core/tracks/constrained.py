@@ -348,9 +348,10 @@ class ConstrainedTools(ProviderWrapper):
                     yield event
         opened_in_prose = looking and not gate.holding and bool(gate.buffer.strip())
         looked = await self.second_look(messages, tools, options) if opened_in_prose else None
-        judged = looked.gate if looked else None
+        judged: CallGate | None = None
         written: ConstrainedCalls | None = None
-        if looked is not None and judged is not None:
+        if looked is not None:
+            judged = looked.gate
             raw = f"{gate.buffer}\n[prose; odds of a call, the turn alone: {judged.odds:.2f}]"
             raw += _weighed_alone(looked)
             if not judged.passed:  # prose it is: asked again, shown as it streams
