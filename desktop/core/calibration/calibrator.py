@@ -10,7 +10,13 @@ from datetime import date
 from functools import partial
 
 from desktop.core.calibration.card import METHOD, Calibration, TrackScore
-from desktop.core.calibration.questions import FULL_ANSWERS, Case, TrackName, cases_for
+from desktop.core.calibration.questions import (
+    FULL_ANSWERS,
+    LATER_KINDS,
+    Case,
+    TrackName,
+    cases_for,
+)
 from desktop.core.calibration.scoring import Answer, Bars, answer, opening, score
 from desktop.core.providers.base import Provider
 from desktop.core.tool_spec import ToolSpec
@@ -77,9 +83,15 @@ class Calibrator:
         first: TrackName = "constrained" if gated else "emulated"
         track = ConstrainedTools(self.provider)
         plan: list[tuple[TrackName, str, Case]] = []
+        # First requests first: the bars they set judge the later questions' second looks,
+        # so the turn alone's calls are written only where its odds fall under the first
+        # bar (as in a chat), not for every later question.
+        firsts = [c for c in self.cases if c.kind not in LATER_KINDS]
+        laters = [c for c in self.cases if c.kind in LATER_KINDS]
         if gated:
-            order = sorted(self.cases, key=_prompt_order) if self.in_prompt_order else self.cases
-            plan += [(first, "opening", c) for c in order]
+            for group in (firsts, laters):
+                order = sorted(group, key=_prompt_order) if self.in_prompt_order else group
+                plan += [(first, "opening", c) for c in order]
         else:  # no constrained decoding: no odds to weigh, the tolerant parser's answers
             plan += [(first, "full", c) for c in few]
         if self.native:
@@ -96,9 +108,20 @@ class Calibrator:
             return Bars.chosen(made), [a for a, c in zip(made, asked, strict=True) if c in few]
 
         opened: dict[int, Answer] = {}
+        judging: ConstrainedTools | None = None  # the first requests' bars, once known
         for done, (name, how, case) in enumerate(plan, start=1):
             if how == "opening":
-                opened[id(case)] = await self._ask(partial(opening, track, case))
+                reader = track
+                if case.kind in LATER_KINDS:
+                    if judging is None:
+                        known = Bars.chosen([opened[id(c)] for c in firsts])
+                        judging = ConstrainedTools(
+                            self.provider,
+                            min_call_odds=known.first,
+                            min_arguments_odds=known.arguments,
+                        )
+                    reader = judging
+                opened[id(case)] = await self._ask(partial(opening, reader, case))
                 if len(opened) == len(self.cases):  # in the questions' own order again
                     decided = [opened[id(c)] for c in self.cases]
             elif name == "native" and not _may_win(full["native"], few, *reference()):

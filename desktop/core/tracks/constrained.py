@@ -258,7 +258,12 @@ class ConstrainedTools(ProviderWrapper):
         opens a call, the tool it names first, and how sure the model was (1.0 where the
         backend reports no odds, or where prose comes first). Where the odds were weighed
         on a first request, the calls are written under the grammar too, for their
-        arguments' odds; nothing else past the opening is generated."""
+        arguments' odds; nothing else past the opening is generated.
+
+        On a track with no bar yet (a calibration's first requests, from which the bars
+        are chosen) every such call is written; on one with bars, only where the stream
+        would weigh its arguments: under the bar, with an arguments' bar (a calibration's
+        questions after earlier turns, whose second look is judged by the first bars)."""
         history = emulated_history(messages, tools)
         visible = VisibleText()
         gate = visible.gate
@@ -289,11 +294,16 @@ class ConstrainedTools(ProviderWrapper):
         if not sure:
             return Opening(True, tool, None)
         odds = await self._odds_of_a_call(history, options)
+        measuring = self.min_call_odds == UNCALIBRATED_BAR
         if not _first_request_step(messages):  # arguments are weighed there only
-            looked = await self.second_look(messages, tools, options, tool, always_weigh=True)
+            looked = await self.second_look(
+                messages, tools, options, tool, always_weigh=measuring
+            )  # fmt: skip
             if looked is None:
                 return Opening(True, tool, odds)
             return Opening(True, tool, odds, looked.gate.odds, alone_written=looked.written)
+        if not measuring and (odds >= self.min_call_odds or self.min_arguments_odds is None):
+            return Opening(True, tool, odds)  # the bar alone judges this call
         known = known_names(messages, tools)
         written = await self._constrained_calls(history, tools, options, tool, known, weigh=True)
         return Opening(True, tool, odds, None, written)

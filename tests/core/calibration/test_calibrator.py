@@ -148,10 +148,34 @@ async def test_questions_are_read_in_prompt_order_and_kept_in_their_own() -> Non
     await calibrator.run()
     free = [r for r in model.requests if r.options.phase is None][: len(calibrator.cases)]
     read = ["\n".join(m.text for m in r.messages) for r in free]
-    own = [
-        "\n".join(m.text for m in emulated_history(list(c.messages), list(c.tools)))
-        for c in calibrator.cases
-    ]
-    assert read == sorted(own) != own  # reordered for the cache
+
+    def prompts(later: bool) -> list[str]:
+        return [
+            "\n".join(m.text for m in emulated_history(list(c.messages), list(c.tools)))
+            for c in calibrator.cases
+            if (c.kind in LATER_KINDS) == later
+        ]
+
+    own = prompts(later=False) + prompts(later=True)
+    # Reordered for the cache; the first requests first, whose bars judge the later ones.
+    assert read == sorted(prompts(later=False)) + sorted(prompts(later=True)) != own
     assert [a.kind for a in calibrator.decided] == [c.kind for c in calibrator.cases]
     assert [a.due for a in calibrator.decided] == [c.due for c in calibrator.cases]
+
+
+async def test_after_earlier_turns_the_turn_alones_calls_are_written_only_under_the_first_bar() -> (
+    None
+):
+    """The first requests are read first and set the first bars; a question after earlier
+    turns then has its turn alone's calls written (to weigh their arguments) only where its
+    odds fall under that bar, as in a chat. This model is sure of every due turn alone and
+    has no arguments' bar: only the first requests' calls are written."""
+    model = sure_model()
+    calibrator = Calibrator(model, TOOLS, "m")
+    calibration = await calibrator.run()
+    assert calibration.arguments_bar is None and calibration.bar > 0
+    later = [a for a in calibrator.decided if a.later]
+    assert any(a.alone_odds == 0.95 for a in later)  # due, and sure of it alone
+    written = [r for r in model.requests if r.options.phase == "constrained"]
+    opened_first = sum(a.called and not a.later for a in calibrator.decided)
+    assert len(written) == opened_first > 0

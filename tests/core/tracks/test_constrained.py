@@ -679,6 +679,38 @@ async def test_the_opening_after_earlier_turns_weighs_the_turn_alones_arguments(
     assert EARLIER_HEAD not in provider.requests[3].messages[0].text
 
 
+async def test_an_opening_on_a_track_with_bars_writes_calls_only_where_they_are_weighed() -> None:
+    """Calibration reads its questions after earlier turns once the first bars are known:
+    the turn alone's calls are written only where its odds fall under the first bar and
+    an arguments' bar would judge them (as the stream does); so are a first request's."""
+    from desktop.core.tracks.constrained import ConstrainedTools, Opening
+
+    async def read(messages: list[Message], *steps: Step) -> tuple[Opening, list[str | None]]:
+        provider = ScriptedProvider(
+            [Step(chunks=['{"name": "search"']), *steps],
+            constrains_json=True, reports_token_odds=True,
+        )  # fmt: skip
+        track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
+        seen = await track.opening(messages, [SEARCH], RequestOptions())
+        return seen, [r.options.phase for r in provider.requests]
+
+    later = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search rust")]
+    written = Step(chunks=[CALL], chosen=sure_of(0.99))
+    seen, phases = await read(later, Step(odds=[("{", 0.5)]), Step(odds=[("{", 0.97)]))
+    assert (seen.odds, seen.alone, seen.alone_written) == (0.5, 0.97, None)
+    assert phases == [None, "call-odds", "call-odds"]  # sure alone: the first bar judges
+    seen, phases = await read(later, Step(odds=[("{", 0.5)]), Step(odds=[("{", 0.8)]), written)
+    assert seen.alone == 0.8 and seen.alone_written is not None
+    assert phases[-1] == "constrained"  # unsure alone: its arguments are weighed
+
+    first = [Message.user("Search rust")]
+    seen, phases = await read(first, Step(odds=[("{", 0.96)]))
+    assert (seen.call, seen.odds, seen.written, phases) == (True, 0.96, None, [None, "call-odds"])
+    seen, phases = await read(first, Step(odds=[("{", 0.6)]), written)
+    assert seen.written is not None and seen.written.arguments is not None
+    assert seen.written.arguments > 0.98  # under the bar: written, its arguments weighed
+
+
 async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either() -> None:
     """Deep in a chat, a step after a result: the turn alone holds that call and its
     result, and the model would copy the call surely (the app's own Tokyo question got
