@@ -47,7 +47,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +216,8 @@ async def calibrate_on(
         calibration = await calibrator.run()
     finally:
         await base.aclose()
-    keys = ("kind", "due", "called", "right", "odds", "seconds")
+    keys = ("kind", "due", "called", "right", "odds", "seconds", "arguments_right",
+            "arguments_odds", "alone_odds", "alone_arguments_odds")  # fmt: skip
     answers = [{key: getattr(a, key) for key in keys} for a in calibrator.decided]
     return calibration, answers
 
@@ -277,6 +278,8 @@ async def run_mode(
         row["kept_expected_tools"] = all(name in {t.name for t in tools} for name in expected)
         if odds := re.search(r"\[odds of a call: ([0-9.]+)\]", raw):
             row["call_odds"] = float(odds.group(1))
+        if reply.gate is not None:  # the whole judgement, to study other bars from the record
+            row["gate"] = asdict(reply.gate)
         if refusals and case["category"] == "irrelevance" and not calls:
             # A refusal the tool prompt caused: the same question asked with no tools.
             plain, _, _ = await ask(EmulatedTools(base), case, [], earlier)
