@@ -1,10 +1,10 @@
 """How long a calibration takes, side by side in one run, on the real llama-server.
 
-    .venv/bin/python bench/calibration_speed.py [--model FILE.gguf]
+    .venv/bin/python bench/calibration_speed.py [--model FILE.gguf] [--half 1|2]
                                                 [--variant "" --variant "--cache-reuse 256"]
 
-The bundled model is calibrated as `bench/accuracy.py --calibrated` does it on half 1 of
-the BFCL development set's tools, once per server variant (extra llama-server arguments)
+The bundled model is calibrated as `bench/accuracy.py --calibrated` does it on half 1 (or
+2) of the BFCL development set's tools, once per server variant (extra llama-server arguments)
 and per reading order: the questions in the order of their prompts' text (the app's), and
 in their own order. Every run gets a fresh server, so no run starts from a prompt cache an
 earlier one filled. Prints each run's seconds, its ratio to the first, the seconds per
@@ -50,10 +50,12 @@ async def main() -> None:
     parser.add_argument("--variant", action="append", metavar="ARGS",
                         help='extra llama-server arguments; repeat (default: "" only)')  # fmt: skip
     parser.add_argument("--orders", default="prompt,own", help="prompt, own, or both")
+    parser.add_argument("--half", type=int, choices=(1, 2), default=1,
+                        help="the half of the set whose tools calibrate")  # fmt: skip
     args = parser.parse_args()
     model = args.model or ensure_bundled_model()
     cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
-    half = cases[0::2]
+    half = cases[args.half - 1 :: 2]  # as bench/accuracy.py splits the set
     rows = []
     for variant in args.variant or [""]:
         for order in args.orders.split(","):
