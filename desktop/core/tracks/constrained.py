@@ -296,14 +296,13 @@ class ConstrainedTools(ProviderWrapper):
         odds = await self._odds_of_a_call(history, options)
         measuring = self.min_call_odds == UNCALIBRATED_BAR
         if not _first_request_step(messages):  # arguments are weighed there only
-            looked = await self.second_look(
-                messages, tools, options, tool, always_weigh=measuring
-            )  # fmt: skip
+            looked = await self.second_look(messages, tools, options, tool, always_weigh=measuring)
             if looked is None:
                 return Opening(True, tool, odds)
             return Opening(True, tool, odds, looked.gate.odds, alone_written=looked.written)
-        if not measuring and (odds >= self.min_call_odds or self.min_arguments_odds is None):
-            return Opening(True, tool, odds)  # the bar alone judges this call
+        passed = CallGate(odds, *self.bar_for(messages)).passed
+        if not measuring and (passed or not self.weighs_arguments(messages)):
+            return Opening(True, tool, odds)  # the bar alone judges it, as in the stream
         known = known_names(messages, tools)
         written = await self._constrained_calls(history, tools, options, tool, known, weigh=True)
         return Opening(True, tool, odds, None, written)

@@ -163,9 +163,7 @@ async def test_questions_are_read_in_prompt_order_and_kept_in_their_own() -> Non
     assert [a.due for a in calibrator.decided] == [c.due for c in calibrator.cases]
 
 
-async def test_after_earlier_turns_the_turn_alones_calls_are_written_only_under_the_first_bar() -> (
-    None
-):
+async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_bar() -> None:
     """The first requests are read first and set the first bars; a question after earlier
     turns then has its turn alone's calls written (to weigh their arguments) only where its
     odds fall under that bar, as in a chat. This model is sure of every due turn alone and
