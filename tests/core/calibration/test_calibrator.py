@@ -90,6 +90,35 @@ async def test_a_native_track_that_does_better_is_chosen() -> None:
     assert native.score > gated.score and calibration.track == "native"
 
 
+async def test_without_constrained_decoding_a_few_questions_are_answered_in_full() -> None:
+    """A backend with no grammar and no token odds (KoboldCPP): no opening can be weighed,
+    so FULL_ANSWERS due and as many quiet questions are answered in full, their calls read
+    by the tolerant parser; there is no bar to place, and the card says why."""
+    fits = {e.prompt: (t.name, e.arguments) for t in TOOLS for e in t.examples}
+
+    def respond(request: Request) -> Step | str:
+        assert not request.options.json_schema and not request.options.top_logprobs
+        question = request.messages[-1].text
+        system = request.messages[0].text
+        due = [fits[p] for p in fits if p.rstrip(".?") in question and fits[p][0] in system]
+        if not due:
+            return "Happy to help in words."
+        return json.dumps([{"name": name, "arguments": args} for name, args in due])
+
+    model = ScriptedProvider([respond] * 100)
+    calibrator = Calibrator(model, TOOLS, "m")
+    calibration = await calibrator.run()
+    due = sum(c.due for c in calibrator.cases)
+    few = min(FULL_ANSWERS, due) + min(FULL_ANSWERS, len(calibrator.cases) - due)
+    assert len(model.requests) == few < len(calibrator.cases)
+    chosen = calibration.chosen
+    assert calibration.track == "emulated" and chosen.due + chosen.quiet == few
+    assert chosen.due_right == chosen.due > 0 and chosen.quiet_right == chosen.quiet > 0
+    assert chosen.answered_in_full == chosen.arguments_right == chosen.due
+    assert calibration.bar == 0.0 and not calibration.odds_reported
+    assert dict(calibration.card())["Call gate"] == "none: this backend gives no token odds"
+
+
 async def test_a_chat_pauses_the_run_and_the_question_is_asked_again() -> None:
     provider = sure_model()
     calibrator = Calibrator(provider, TOOLS, "m")
