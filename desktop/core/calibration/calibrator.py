@@ -112,7 +112,8 @@ class Calibrator:
         for done, (name, how, case) in enumerate(plan, start=1):
             if how == "opening":
                 reader = track
-                if case.kind in LATER_KINDS:
+                measuring = case.kind not in LATER_KINDS
+                if not measuring:
                     if judging is None:
                         known = Bars.chosen([opened[id(c)] for c in firsts])
                         judging = ConstrainedTools(
@@ -121,7 +122,8 @@ class Calibrator:
                             min_arguments_odds=known.arguments,
                         )
                     reader = judging
-                opened[id(case)] = await self._ask(partial(opening, reader, case))
+                read = partial(opening, reader, case, measuring=measuring)
+                opened[id(case)] = await self._ask(read)
                 if len(opened) == len(self.cases):  # in the questions' own order again
                     decided = [opened[id(c)] for c in self.cases]
             elif name == "native" and not _may_win(full["native"], few, *reference()):

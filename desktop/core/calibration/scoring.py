@@ -132,13 +132,15 @@ def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str
     )
 
 
-async def opening(provider: ConstrainedTools, case: Case) -> Answer:
+async def opening(provider: ConstrainedTools, case: Case, *, measuring: bool) -> Answer:
     """How the model opens its answer: a call or not, the tool it names (the call is right
     for the gate if that tool is due), and its odds; where it opened a call it was sure of
     enough to weigh, the calls written under the grammar (their arguments, their odds, and
-    what they cost) as the gated track would make them. A few seconds."""
+    what they cost) as the gated track would make them. A few seconds. `measuring`: the
+    bars are chosen from this answer (see ConstrainedTools.opening)."""
     started = time.perf_counter()
-    seen = await provider.opening(list(case.messages), list(case.tools), OPTIONS)
+    messages, tools = list(case.messages), list(case.tools)
+    seen = await provider.opening(messages, tools, OPTIONS, measuring=measuring)
     # Prose with a second look names the tool the turn asked alone would call.
     opened = seen.call or seen.alone is not None
     right = case.due and opened and seen.tool in {name for name, _ in case.expected}

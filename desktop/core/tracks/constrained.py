@@ -252,7 +252,12 @@ class ConstrainedTools(ProviderWrapper):
         return call_odds(alternatives), call_odds([likeliest]) > 0
 
     async def opening(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        *,
+        measuring: bool,
     ) -> Opening:
         """How this step would open, read cheaply (for calibration): whether the answer
         opens a call, the tool it names first, and how sure the model was (1.0 where the
@@ -260,10 +265,11 @@ class ConstrainedTools(ProviderWrapper):
         on a first request, the calls are written under the grammar too, for their
         arguments' odds; nothing else past the opening is generated.
 
-        On a track with no bar yet (a calibration's first requests, from which the bars
-        are chosen) every such call is written; on one with bars, only where the stream
-        would weigh its arguments: under the bar, with an arguments' bar (a calibration's
-        questions after earlier turns, whose second look is judged by the first bars)."""
+        `measuring`: the bars are yet to be chosen from these answers (a calibration's
+        first requests), so every such call is written; otherwise only where the stream
+        would weigh its arguments: under this track's bar, with an arguments' bar (a
+        calibration's questions after earlier turns, whose second look is judged by the
+        first requests' bars)."""
         history = emulated_history(messages, tools)
         visible = VisibleText()
         gate = visible.gate
@@ -283,7 +289,9 @@ class ConstrainedTools(ProviderWrapper):
                 return Opening(False, None, None)
             # Prose after earlier turns: how the turn asked alone would open (the stream's
             # second look; its call would name this tool).
-            alone = await self.opening(split_turns(messages)[1], tools, options)
+            alone = await self.opening(
+                split_turns(messages)[1], tools, options, measuring=measuring
+            )
             if not alone.call:
                 return Opening(False, alone.tool, None)
             return Opening(False, alone.tool, None, alone.odds, alone_written=alone.written)
@@ -294,7 +302,6 @@ class ConstrainedTools(ProviderWrapper):
         if not sure:
             return Opening(True, tool, None)
         odds = await self._odds_of_a_call(history, options)
-        measuring = self.min_call_odds == UNCALIBRATED_BAR
         if not _first_request_step(messages):  # arguments are weighed there only
             looked = await self.second_look(messages, tools, options, tool, always_weigh=measuring)
             if looked is None:

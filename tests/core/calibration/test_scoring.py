@@ -117,11 +117,11 @@ async def test_a_later_question_opened_in_prose_is_read_again_alone() -> None:
     earlier = (Message.user("Hi!"), Message.assistant("Hello!"))
     case = Case("later", (*earlier, Message.user("Search for rust")), (SEARCH,),
                 (("search", {"query": "rust"}),))  # fmt: skip
-    seen = await opening(ConstrainedTools(model(alone_calls=True)), case)
+    seen = await opening(ConstrainedTools(model(alone_calls=True)), case, measuring=True)
     assert not seen.called and seen.right and seen.alone_odds == pytest.approx(0.95)
     assert seen.right_with(Bars(first=0.9, later=0.6))
     assert not seen.right_with(Bars(first=0.97, later=0.6))
-    quiet = await opening(ConstrainedTools(model(alone_calls=False)), case)
+    quiet = await opening(ConstrainedTools(model(alone_calls=False)), case, measuring=True)
     assert quiet.alone_odds is None and not quiet.right_with(Bars(first=0.9, later=0.6))
 
 

@@ -495,7 +495,9 @@ async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:
             constrains_json=True, reports_token_odds=True,
         )  # fmt: skip
         track = ConstrainedTools(provider, min_call_odds=0.5)
-        opening = await track.opening([Message.user("?")], [SEARCH, CLOCK], RequestOptions())
+        opening = await track.opening(
+            [Message.user("?")], [SEARCH, CLOCK], RequestOptions(), measuring=True
+        )
         seen.append((opening.call, opening.tool, opening.odds))
     assert seen == [(False, None, None), (True, "current_time", 0.9)]
 
@@ -672,7 +674,9 @@ async def test_the_opening_after_earlier_turns_weighs_the_turn_alones_arguments(
     )  # fmt: skip
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
     messages = [*earlier, Message.user("Search for rust")]
-    seen = await ConstrainedTools(provider).opening(messages, [SEARCH], RequestOptions())
+    seen = await ConstrainedTools(provider).opening(
+        messages, [SEARCH], RequestOptions(), measuring=True
+    )
     assert (seen.call, seen.tool, seen.odds, seen.alone) == (True, "search", 0.5, 0.99)
     assert seen.written is None and seen.alone_written is not None
     assert seen.alone_written.arguments is not None and seen.alone_written.arguments > 0.99
@@ -691,7 +695,7 @@ async def test_an_opening_on_a_track_with_bars_writes_calls_only_where_they_are_
             constrains_json=True, reports_token_odds=True,
         )  # fmt: skip
         track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
-        seen = await track.opening(messages, [SEARCH], RequestOptions())
+        seen = await track.opening(messages, [SEARCH], RequestOptions(), measuring=False)
         return seen, [r.options.phase for r in provider.requests]
 
     later = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search rust")]
@@ -709,6 +713,23 @@ async def test_an_opening_on_a_track_with_bars_writes_calls_only_where_they_are_
     seen, phases = await read(first, Step(odds=[("{", 0.6)]), written)
     assert seen.written is not None and seen.written.arguments is not None
     assert seen.written.arguments > 0.98  # under the bar: written, its arguments weighed
+
+
+async def test_a_bar_of_zero_judges_an_opening_it_does_not_measure() -> None:
+    """A model that made no unwanted call gets no bar (0): read by those bars, its calls
+    all pass and none is written; whether the bars are being chosen is said, not guessed
+    from the bar's value."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.6)])],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(provider, min_call_odds=0.0)
+    seen = await track.opening([Message.user("Search rust")], [SEARCH], RequestOptions(),
+                               measuring=False)  # fmt: skip
+    assert (seen.call, seen.odds, seen.written) == (True, 0.6, None)
+    assert [r.options.phase for r in provider.requests] == [None, "call-odds"]
 
 
 async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either() -> None:
