@@ -20,7 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from importlib.resources.abc import Traversable
@@ -161,6 +161,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# llama-server keeps each prompt it has evaluated in host memory, so that a request that
+# starts the same way is not evaluated again (the calibration's questions, a chat's second
+# look): up to 8 GiB by default, which a day of chats with a larger model fills. Bounded
+# to this share of the machine's memory; through the environment, which an older server
+# that lacks the setting ignores (an unknown flag would stop it).
+PROMPT_CACHE_SHARE = 1 / 8
+PROMPT_CACHE_VARIABLE = "LLAMA_ARG_CACHE_RAM"
+_LLAMA_CPP_PROMPT_CACHE_MIB = 8192  # llama.cpp's own default, never raised
+
+
+def prompt_cache_mib(total_memory: int) -> int:
+    """The prompt cache's bound in MiB for a machine with `total_memory` bytes."""
+    return min(_LLAMA_CPP_PROMPT_CACHE_MIB, int(total_memory * PROMPT_CACHE_SHARE) >> 20)
+
+
 @dataclass
 class LlamaServer:
     """One llama-server process on a free loopback port, with its log kept in a file."""
@@ -171,6 +186,8 @@ class LlamaServer:
     threads: int | None = None
     context_size: int = 4096
     extra_args: Sequence[str] = ()
+    # Variables set for the server on top of the app's own environment.
+    environment: Mapping[str, str] = field(default_factory=dict)
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     restarts: int = 0
@@ -205,6 +222,16 @@ class LlamaServer:
             cmd += ["--mmproj", str(projector)]
         return [*cmd, *self.extra_args]
 
+    def process_environment(self) -> dict[str, str]:
+        """The server's environment: the app's, its prompt cache bounded by this machine's
+        memory (unless the user set a bound), and `environment` over both."""
+        import psutil
+
+        env = dict(os.environ)
+        if PROMPT_CACHE_VARIABLE not in env:
+            env[PROMPT_CACHE_VARIABLE] = str(prompt_cache_mib(psutil.virtual_memory().total))
+        return env | dict(self.environment)
+
     async def start(self, timeout_s: float = 120.0) -> None:
         if not self.model.is_file():
             raise RuntimeSetupError(
@@ -223,6 +250,7 @@ class LlamaServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env=self.process_environment(),
                 # The kernel's signal follows the thread that started the server: this one,
                 # the event loop's, which lives as long as the app.
                 preexec_fn=partial(_dies_with, app) if _LIBC is not None else None,

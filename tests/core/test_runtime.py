@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 
 from desktop.core.runtime import (
+    PROMPT_CACHE_VARIABLE,
     LlamaServer,
     RuntimeSetupError,
     assemble,
     find_llama_server,
+    prompt_cache_mib,
 )
+
+GIB = 1 << 30
 
 
 def test_assemble_checks_the_sha256(tmp_path: Path) -> None:
@@ -165,3 +169,49 @@ def test_the_server_does_not_outlive_an_app_killed_outright(tmp_path: Path) -> N
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(server, signal.SIGKILL)
+
+
+def test_the_prompt_cache_is_bounded_by_the_machine_s_memory() -> None:
+    """An eighth of the memory, never above llama.cpp's own 8 GiB."""
+    assert prompt_cache_mib(4 * GIB) == 512
+    assert prompt_cache_mib(16 * GIB) == 2048
+    assert prompt_cache_mib(24 * GIB) == 3072
+    assert prompt_cache_mib(256 * GIB) == 8192
+
+
+async def test_the_server_is_started_with_its_prompt_cache_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the environment, which a server that lacks the setting ignores; read by the
+    server process itself (a stand-in that writes down what it was given)."""
+    import psutil
+
+    monkeypatch.delenv(PROMPT_CACHE_VARIABLE, raising=False)
+    seen = tmp_path / "seen"
+    binary, model = tmp_path / "llama-server", tmp_path / "m.gguf"
+    bound = f"os.environ.get({PROMPT_CACHE_VARIABLE!r}, 'unset')"
+    recorder = f"import os, pathlib\npathlib.Path({str(seen)!r}).write_text({bound})\n"
+    script = FAKE_SERVER.format(python=sys.executable).replace(
+        "import http.server", recorder + "import http.server", 1
+    )
+    binary.write_text(script)
+    binary.chmod(0o755)
+    model.write_bytes(b"GGUF")
+
+    async def started(environment: dict[str, str] | None = None) -> str:
+        server = LlamaServer(
+            model=model, binary=binary, log_path=tmp_path / "log", environment=environment or {}
+        )
+        await server.start(timeout_s=30)
+        try:
+            return seen.read_text()
+        finally:
+            server.stop()
+
+    expected = str(prompt_cache_mib(psutil.virtual_memory().total))
+    assert await started() == expected
+    # A bound the user set for llama.cpp is theirs.
+    monkeypatch.setenv(PROMPT_CACHE_VARIABLE, "100")
+    assert await started() == "100"
+    # And one given to the server object (a bench's) is used over both.
+    assert await started(environment={PROMPT_CACHE_VARIABLE: "64"}) == "64"
