@@ -21,8 +21,9 @@ With `--history N`, likewise: each case is also asked after N earlier turns of o
 conversation (other cases' questions, every other one answered with a call to its tool
 and that call's result, the rest in plain text), their tools offered too.
 `calibrated` (in `--modes`, or `--calibrated`): the model is calibrated as the app does it,
-on the tools of one half of the set (each due case's question and arguments become its
-tool's example), and measured on the other half; then the halves swap. Each half is
+on the tools of one half of the set (each question answered by one call, and that call's
+arguments, become its tool's example), and measured on the other half; then the halves
+swap. Each half is
 reported with the bar and track its calibration chose, and the two together.
 `--requantize TYPE` (e.g. Q3_K_S) first makes a second model from the bundled one with
 llama.cpp's llama-quantize (kept beside it) and measures that.
@@ -184,17 +185,20 @@ def with_distractors(
 
 
 def tools_with_examples(cases: list[dict[str, Any]]) -> list[Tool]:
-    """The tools of these cases, each due case's question and (first acceptable)
-    arguments made an example of its tool: what calibration learns from."""
+    """The tools of these cases, each question answered by one call made an example of
+    its tool (with the call's first acceptable arguments): what calibration learns from.
+    A question that asks for several calls is no example of one: given its first call
+    alone as the answer, the model rightly wrote them all (three house prices, 171
+    tokens, five times in one calibration) and the calibration scored them wrong."""
     examples: dict[str, list[Example]] = defaultdict(list)
     tools: dict[str, Tool] = {}
     for case in cases:
         question = " ".join(m["content"] for m in case["question"])
         for tool in tools_of(case)[0]:
             tools.setdefault(tool.name, tool)
-        for call in case["expected"][:1]:  # one call per example; parallel cases give one
-            for name, arguments in call.items():
-                examples[safe_name(name)].append(Example(question, first_values(arguments)))
+        if len(case["expected"]) == 1:
+            [(name, arguments)] = case["expected"][0].items()
+            examples[safe_name(name)].append(Example(question, first_values(arguments)))
     return [replace(t, examples=tuple(examples[t.name])) for t in tools.values()]
 
 
