@@ -79,6 +79,16 @@ REFUSAL = re.compile(
 )
 
 
+def read_cases(path: Path = DEFAULT_CASES) -> list[dict[str, Any]]:
+    """The data set's cases, one JSON object a line."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def question_of(case: dict[str, Any]) -> str:
+    """A case's request, its messages' texts joined."""
+    return " ".join(m["content"] for m in case["question"])
+
+
 def load_checker(cases: Path) -> Any:
     spec = importlib.util.spec_from_file_location("bfcl_checker", cases.parent / "checker.py")
     assert spec is not None and spec.loader is not None
@@ -128,7 +138,7 @@ def history_for(
     used: list[Tool] = []
     for turn in range(turns):
         earlier = rng.choice(callers if turn % 2 == 0 else others)
-        messages.append(Message.user(" ".join(m["content"] for m in earlier["question"])))
+        messages.append(Message.user(question_of(earlier)))
         if turn % 2 == 0:
             calls = [
                 ToolCall(f"h{turn}_{i}", safe_name(name), first_values(arguments))
@@ -179,7 +189,7 @@ def with_distractors(
     random.Random(case["id"]).shuffle(others)
     padded = tools + others[:count]
     random.Random(f"{case['id']}:order").shuffle(padded)  # the right tools are not first
-    question = " ".join(m["content"] for m in case["question"])
+    question = question_of(case)
     offer = offer_for(padded, question, context_size=CONTEXT_SIZE)
     return offer.tools, offer.reasons
 
@@ -193,7 +203,7 @@ def tools_with_examples(cases: list[dict[str, Any]]) -> list[Tool]:
     examples: dict[str, list[Example]] = defaultdict(list)
     tools: dict[str, Tool] = {}
     for case in cases:
-        question = " ".join(m["content"] for m in case["question"])
+        question = question_of(case)
         for tool in tools_of(case)[0]:
             tools.setdefault(tool.name, tool)
         if len(case["expected"]) == 1:
@@ -461,7 +471,7 @@ async def main() -> None:
     args = parser.parse_args()
     modes = args.modes.split(",") + (["calibrated"] if args.calibrated else [])
     checker = load_checker(args.cases)
-    cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
+    cases = read_cases(args.cases)
     if args.limit:
         by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for case in cases:

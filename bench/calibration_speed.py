@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shlex
 import statistics
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.accuracy import CONTEXT_SIZE, DEFAULT_CASES, calibrate_on
+from bench.accuracy import CONTEXT_SIZE, DEFAULT_CASES, calibrate_on, read_cases
 from desktop.core.calibration.card import Calibration
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 
@@ -54,7 +53,7 @@ async def main() -> None:
                         help="the half of the set whose tools calibrate")  # fmt: skip
     args = parser.parse_args()
     model = args.model or ensure_bundled_model()
-    cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
+    cases = read_cases(args.cases)
     half = cases[args.half - 1 :: 2]  # as bench/accuracy.py splits the set
     rows = []
     for variant in args.variant or [""]:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from accuracy import CONTEXT_SIZE, DEFAULT_CASES, ask, load_checker, tools_of
+from accuracy import CONTEXT_SIZE, DEFAULT_CASES, ask, load_checker, read_cases, tools_of
 
 from desktop.core.events import TokenOdds
 from desktop.core.messages import Message
@@ -123,7 +123,7 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/gate-signals.jsonl"))
     args = parser.parse_args()
     checker = load_checker(DEFAULT_CASES)
-    cases = [json.loads(line) for line in DEFAULT_CASES.read_text().splitlines() if line.strip()]
+    cases = read_cases()
     cases = cases[: args.limit] if args.limit else cases
     server = LlamaServer(
         model=args.model or ensure_bundled_model(), threads=2, context_size=CONTEXT_SIZE

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -26,26 +25,29 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.accuracy import CONTEXT_SIZE, DEFAULT_CASES, tools_of
+from bench.accuracy import CONTEXT_SIZE, question_of, read_cases, tools_of
 from desktop.core.messages import Message
-from desktop.core.runtime import LlamaServer, ensure_bundled_model, prompt_cache_mib
+from desktop.core.runtime import (
+    PROMPT_CACHE_VARIABLE,
+    LlamaServer,
+    ensure_bundled_model,
+    prompt_cache_mib,
+)
 from desktop.core.tracks.prompt import emulated_history
 
 MIB = 1024 * 1024
 
 
 def prompts(count: int) -> list[list[dict[str, str]]]:
-    cases = [json.loads(line) for line in DEFAULT_CASES.read_text().splitlines() if line.strip()]
     made = []
-    for case in cases[:count]:
-        question = " ".join(m["content"] for m in case["question"])
-        history = emulated_history([Message.user(question)], tools_of(case)[0])
+    for case in read_cases()[:count]:
+        history = emulated_history([Message.user(question_of(case))], tools_of(case)[0])
         made.append([{"role": m.role, "content": m.text} for m in history])
     return made
 
 
 async def measure(bound: str | None, asked: list[list[dict[str, str]]]) -> dict[str, float]:
-    env = {"LLAMA_ARG_CACHE_RAM": bound} if bound is not None else {}
+    env = {PROMPT_CACHE_VARIABLE: bound} if bound is not None else {}
     server = LlamaServer(
         model=ensure_bundled_model(), threads=2, context_size=CONTEXT_SIZE, environment=env
     )
@@ -96,5 +98,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.pop("LLAMA_ARG_CACHE_RAM", None)  # each run sets its own
+    os.environ.pop(PROMPT_CACHE_VARIABLE, None)  # each run sets its own
     asyncio.run(main())
