@@ -23,8 +23,8 @@ and that call's result, the rest in plain text), their tools offered too.
 `calibrated` (in `--modes`, or `--calibrated`): the model is calibrated as the app does it,
 on the tools of one half of the set (each question answered by one call, and that call's
 arguments, become its tool's example), and measured on the other half; then the halves
-swap. Each half is
-reported with the bar and track its calibration chose, and the two together.
+swap. Each half is reported with the bar and track its calibration chose, and the two
+together.
 `--requantize TYPE` (e.g. Q3_K_S) first makes a second model from the bundled one with
 llama.cpp's llama-quantize (kept beside it) and measures that.
 Scores with the set's own checker; prints and writes a Markdown table per category:

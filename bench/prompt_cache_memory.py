@@ -77,7 +77,8 @@ async def main() -> None:
     parser.add_argument("--prompts", type=int, default=60)
     args = parser.parse_args()
     asked = prompts(args.prompts)
-    ours = prompt_cache_mib(psutil.virtual_memory().total)
+    memory = psutil.virtual_memory().total
+    ours = prompt_cache_mib(memory)
     bounds = [("llama.cpp default (8192 MiB)", None), (f"the app's ({ours} MiB)", str(ours)),
               ("small (64 MiB)", "64")]  # fmt: skip
     rows = []
@@ -86,7 +87,7 @@ async def main() -> None:
         print(f"{name}: done", file=sys.stderr)
     grown = rows[0][1]["after all (MiB)"] - rows[0][1]["after first (MiB)"]
     print(f"{len(asked)} different prompts, one token each; machine memory "
-          f"{psutil.virtual_memory().total // MIB} MiB\n")  # fmt: skip
+          f"{memory // MIB} MiB\n")  # fmt: skip
     print("| bound | MiB after the first | after all | growth | growth ratio |")
     print("| --- | --- | --- | --- | --- |")
     for name, row in rows:
