@@ -32,7 +32,7 @@ from desktop.core.tracks.holdback import VisibleText, relay, strip_thinking
 from desktop.core.tracks.odds import arguments_odds, call_odds
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.prompt import emulated_history, split_turns
-from desktop.core.tracks.step_calls import call_schema, distinct_calls, offered_tool
+from desktop.core.tracks.step_calls import call_schema, distinct_calls, offered_tool, only_repeats
 
 # Tokens the constrained phase may use whatever the request's limit: a call cut short
 # cannot run, so a tight limit meant for prose must not cut a call.
@@ -135,6 +135,9 @@ class ConstrainedTools(ProviderWrapper):
     (`min_arguments_odds`): a model sure of its arguments copied them from the request,
     which a model reaching for a tool that does not fit cannot do (see `arguments_odds`).
     Sure enough, the call is made.
+
+    Calls that all repeat calls already run in the turn are no calls: the answer in text
+    is asked for at once (see `only_repeats`).
     """
 
     def __init__(
@@ -144,6 +147,7 @@ class ConstrainedTools(ProviderWrapper):
         min_call_odds: float = UNCALIBRATED_BAR,
         bar_source: str = "uncalibrated",
         keep_prefix: bool = True,
+        answer_repeats: bool = True,
         later_call_odds: float | None = None,
         min_arguments_odds: float | None = None,
     ) -> None:
@@ -153,6 +157,7 @@ class ConstrainedTools(ProviderWrapper):
         self.min_arguments_odds = min_arguments_odds
         self.bar_source = bar_source
         self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
+        self.answer_repeats = answer_repeats  # False only to measure what answering saves
 
     def bar_for(self, messages: Sequence[Message]) -> tuple[float, str]:
         """The bar that judges this request's calls, and where it came from: the first
@@ -445,6 +450,17 @@ class ConstrainedTools(ProviderWrapper):
                 history, tools, options, first, known, weigh=False
             )
             raw += f"\n[constrained]\n{written.raw}"
+        current = split_turns(messages)[1]
+        if self.answer_repeats and not written.broken and only_repeats(written.calls, current):
+            # Nothing new to run: the answer the loop would ask for next, asked now.
+            raw += "\n[the calls repeat calls already made in this turn]"
+            answer = self._plain_answer(
+                messages, tools, options, keep_tools=True, raw=raw, judged=judged, shown=prose,
+                reason="the call repeats one already made in this turn",
+            )  # fmt: skip
+            async for event in answer:
+                yield event
+            return
         for event in written.passed_on:
             yield event
         yield Reply(

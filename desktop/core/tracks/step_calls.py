@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from desktop.core.messages import ToolCall
+from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
 
 # At most this many calls in one step: bounds what the grammar lets a looping model write.
@@ -50,11 +50,32 @@ def distinct_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
     seen: set[str] = set()
     kept = []
     for call in calls:
-        key = json.dumps([call.name, call.arguments], sort_keys=True, ensure_ascii=False)
+        key = _same_call_key(call)
         if key not in seen:
             seen.add(key)
             kept.append(call)
     return kept
+
+
+def only_repeats(calls: Sequence[ToolCall], turn: Sequence[Message]) -> bool:
+    """Whether every call repeats one that already ran in this turn (`turn`: its messages
+    from the user's request on). Right after a result the bundled model writes the call
+    that produced it again (its chart, its calculator call); the deduplicator would refuse
+    it, on a card of its own in the chat, and the model be asked once more."""
+    refused = {m.tool_call_id for m in turn if m.role == "tool" and m.rejected}
+    ran = {
+        _same_call_key(call)
+        for message in turn
+        if message.role == "assistant"
+        for call in message.tool_calls
+        if call.id not in refused
+    }
+    return bool(calls) and all(_same_call_key(call) in ran for call in calls)
+
+
+def _same_call_key(call: ToolCall) -> str:
+    """The same for the same tool with the same arguments, in any key order."""
+    return json.dumps([call.name, call.arguments], sort_keys=True, ensure_ascii=False)
 
 
 def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str, Any]:

@@ -282,6 +282,57 @@ async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
     assert NO_TOOLS_HINT in last.messages[-1].text
 
 
+async def test_a_call_that_repeats_one_made_in_the_turn_is_answered_in_text() -> None:
+    """Right after a result the model writes the same call again: nothing runs, no refusal
+    shows in the chat, and the answer the loop would ask for next is asked at once (the
+    tool prompt kept, calls forbidden). The raw output says why."""
+    from desktop.core.loop import run_turn
+    from desktop.core.tools.toolbox import Toolbox
+    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR, ConstrainedTools
+    from desktop.core.tracks.prompt import NO_TOOLS_HINT
+
+    call = '{"name": "search", "arguments": {"query": "q"}}'
+    again = '{"name": "search", "arguments": {"query": "q"}}'
+    provider = ScriptedProvider(
+        [Step(chunks=[call]), Step(chunks=[f"[{call}]"]),
+         Step(chunks=[again]), Step(chunks=[f"[{again}]"]), "It found 3 notes."],
+        constrains_json=True, takes_grammar=True,
+    )  # fmt: skip
+    conversation = [Message.user("find q")]
+    track = ConstrainedTools(provider)
+    events = [e async for e in run_turn(track, Toolbox([SEARCH]), conversation)]
+    kinds = [e.kind for e in events]
+    assert "tool_rejected" not in kinds and kinds.count("tool_result") == 1
+    assert events[-1].kind == "turn_finished" and events[-1].text == "It found 3 notes."
+    first, _, second, _, last = provider.requests
+    assert "[Result of search]" in second.messages[-1].text  # the repeat came after it
+    assert last.messages[0] == first.messages[0]  # the same system prompt, tools and all
+    assert last.options.grammar == NO_CALL_GRAMMAR and last.options.phase == "plain"
+    assert last.options.reason == "the call repeats one already made in this turn"
+    assert NO_TOOLS_HINT in last.messages[-1].text
+    assert conversation[-1] == Message.assistant("It found 3 notes.")
+
+
+async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
+    """Only a step of nothing but repeats is answered in text: with a new call beside it,
+    the calls are made and the loop refuses the repeat as it always has."""
+    from desktop.core.messages import ToolCall
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    ran = ToolCall("c1", "search", {"query": "q"})
+    messages = [Message.user("find q and r"), Message.assistant("", [ran]),
+                Message.tool("c1", "search", "3 notes")]  # fmt: skip
+    both = '[{"name": "search", "arguments": {"query": "q"}}, {"name": "search", "arguments": {"query": "r"}}]'
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "search"']), Step(chunks=[both])], constrains_json=True
+    )
+    events = [
+        e async for e in ConstrainedTools(provider).stream(messages, [SEARCH], RequestOptions())
+    ]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert [c.arguments["query"] for c in reply.tool_calls] == ["q", "r"]
+
+
 async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
     """Odds of 0.7: below the first request's bar (0.9), above the later one's (0.6)."""
     from desktop.core.tracks.constrained import ConstrainedTools
