@@ -37,10 +37,12 @@ class CalibrationStatus(QWidget):
         self.setVisible(False)
 
     def progress(self, done: int, total: int) -> None:
+        """`total` 0: the questions are not known yet (the bar only shows it is busy)."""
         self.setVisible(True)
         self.bar.setRange(0, total)
         self.bar.setValue(done)
-        self.label.setText(f"Learning how this model calls tools… {done}/{total}")
+        count = f" {done}/{total}" if total > 0 else ""
+        self.label.setText(f"Learning how this model calls tools…{count}")
 
     @staticmethod
     def finished_message(calibration: Calibration) -> str:

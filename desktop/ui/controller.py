@@ -45,7 +45,7 @@ class ChatController(QObject):
     connection_changed(object): a new `Connection` (status bar, first-run screen).
     speed_measured(float): tokens per second of the last answer.
     approval_requested(object): an `ApprovalRequest` to show the user.
-    calibration_progress(int, int): questions answered of all, while calibrating.
+    calibration_progress(int, int): questions answered of all (0 of 0 until they are known).
     calibration_finished(object): the model's new `Calibration`.
     calibration_ended(str): calibration stopped without a result, and why ("" when the
         user cancelled it).
@@ -178,7 +178,7 @@ class ChatController(QObject):
             self._calibration.cancel()
 
     async def _calibrate(self) -> None:
-        self.calibration_progress.emit(0, 1)
+        self.calibration_progress.emit(0, 0)  # shown at once; the count once it is known
         try:
             calibration = await self.session.calibrate(self.calibration_progress.emit)
         except asyncio.CancelledError:

@@ -559,6 +559,10 @@ def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
     type_and_send(qtbot, window, "Hello from the chat")
     qtbot.waitUntil(lambda: window.calibration_bar.isVisible(), timeout=5000)
     assert "Learning how this model calls tools" in window.calibration_label.text()
+    # Its count once the questions are known, never a made-up one before.
+    qtbot.waitUntil(lambda: window.calibration_label.text().endswith(tuple("0123456789")))
+    done, total = window.calibration_label.text().rsplit(" ", 1)[1].split("/")
+    assert int(total) == window.calibration_bar.maximum() > 1 and int(done) <= int(total)
     qtbot.waitUntil(lambda: window.session.calibration is not None, timeout=20000)
     qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
     calibration = window.session.calibration

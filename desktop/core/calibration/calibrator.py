@@ -96,6 +96,7 @@ class Calibrator:
             plan += [(first, "full", c) for c in few]
         if self.native:
             plan += [("native", "full", c) for c in few]
+        self.progress(0, len(plan))
         native = NativeTools(self.provider)
         decided: list[Answer] = []
         full: dict[TrackName, list[Answer]] = {first: [], "native": []}

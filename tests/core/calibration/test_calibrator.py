@@ -32,6 +32,7 @@ async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
     # Every question read at its opening, with the calls it would make on a first request
     # (arguments are weighed there only): none is asked again in full.
     assert seen[-1] == (len(calibrator.cases),) * 2
+    assert seen[0] == (0, len(calibrator.cases))  # the count is known before the first answer
     first = sum(c.due and c.kind not in LATER_KINDS for c in calibrator.cases)
     assert chosen.answered_in_full == chosen.arguments_right == first < chosen.due
     rows = dict(calibration.card())
