@@ -89,6 +89,13 @@ async def one(
     return answer, conversation, called
 
 
+def sampled_runs(samples: int) -> list[RequestOptions]:
+    """How each prompt is asked: at temperature 0, then with seeded sampling."""
+    return [RequestOptions(temperature=0, max_tokens=200)] + [
+        RequestOptions(temperature=0.7, seed=seed, max_tokens=200) for seed in range(1, samples)
+    ]
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=None)
@@ -96,10 +103,7 @@ async def main() -> int:
     args = parser.parse_args()
     server = LlamaServer(model=args.model or ensure_bundled_model(), threads=2)
     await server.start()
-    runs = [RequestOptions(temperature=0, max_tokens=200)] + [
-        RequestOptions(temperature=0.7, seed=seed, max_tokens=200)
-        for seed in range(1, args.samples)
-    ]
+    runs = sampled_runs(args.samples)
     tally: dict[str, list[int]] = {name: [0, 0, 0] for name in NOTES}  # parrots, called, all
     try:
         for name, note in NOTES.items():

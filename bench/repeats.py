@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from after_tool import CASES
+from after_tool import CASES, sampled_runs
 
 from desktop.core.events import ToolRejected, ToolResult, TurnFinished, Usage
 from desktop.core.loop import LoopSettings, run_turn
@@ -79,10 +79,7 @@ async def main() -> int:
     args = parser.parse_args()
     server = LlamaServer(model=args.model or ensure_bundled_model(), threads=2)
     await server.start()
-    runs = [RequestOptions(temperature=0, max_tokens=200)] + [
-        RequestOptions(temperature=0.7, seed=seed, max_tokens=200)
-        for seed in range(1, args.samples)
-    ]
+    runs = sampled_runs(args.samples)
     ways = {"before: refused, asked again": False, "now: answered in text": True}
     turns: dict[bool, list[Turn]] = {False: [], True: []}
     try:
