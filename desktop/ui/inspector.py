@@ -126,6 +126,12 @@ def step_sections(
 def _gate_row(alternatives: list[list[Any]], gate: dict[str, Any]) -> tuple[str, str]:
     odds = call_odds((str(token), float(p)) for token, p in alternatives)
     bar, source = float(gate["bar"]), gate["source"]
+    if source == "uncalibrated":  # no bar yet: the model's own choice stands
+        return (
+            f"call gate: {odds:.2f}, no bar until calibrated: call",
+            "Until this model is calibrated, its own choice to call stands; the probe's "
+            "odds are shown for comparison with the bar it will get.",
+        )
     if odds >= bar:
         return (f"call gate: {odds:.2f} ≥ bar {bar:.2f}: call", f"The bar is {source}.")
     return (

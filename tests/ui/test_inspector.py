@@ -64,7 +64,8 @@ def test_the_bar_that_judged_a_call() -> None:
         for row in step_sections(step, {"bar": 0.0, "source": "uncalibrated"})
         if row[0].startswith("call gate")
     )
-    assert title == "call gate: 0.82 ≥ bar 0.00: call" and "uncalibrated" in text
+    assert title == "call gate: 0.82, no bar until calibrated: call"
+    assert "Until this model is calibrated" in text
 
 
 def test_the_second_look_is_judged_by_the_first_bar() -> None:
