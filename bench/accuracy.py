@@ -71,6 +71,8 @@ from desktop.core.tracks.native import NativeTools
 DEFAULT_CASES = Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl"
 CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
 CONTEXT_SIZE = 8192
+# How each case is asked: greedily, so that a run is a measurement, the same every time.
+ASKED = RequestOptions(temperature=0, seed=7, max_tokens=384)
 # An answer that declines: "I'm sorry, but I can't assist with that", "I cannot help ...".
 REFUSAL = re.compile(
     r"\b(I'?m sorry|I am sorry|I apologi[sz]e|I can(?:'|no)t (?:assist|help)|"
@@ -160,9 +162,9 @@ async def ask(
     case: dict[str, Any],
     tools: list[Tool],
     history: Sequence[Message] = (),
+    options: RequestOptions = ASKED,
 ) -> tuple[Reply, int, float]:
     messages = [*history, *(Message.user(m["content"]) for m in case["question"])]
-    options = RequestOptions(temperature=0, seed=7, max_tokens=384)
     reply: Reply | None = None
     prompt_tokens = 0
     started = time.perf_counter()

@@ -148,6 +148,7 @@ class ConstrainedTools(ProviderWrapper):
         bar_source: str = "uncalibrated",
         keep_prefix: bool = True,
         answer_repeats: bool = True,
+        greedy_calls: bool = True,
         later_call_odds: float | None = None,
         min_arguments_odds: float | None = None,
     ) -> None:
@@ -158,6 +159,7 @@ class ConstrainedTools(ProviderWrapper):
         self.bar_source = bar_source
         self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
         self.answer_repeats = answer_repeats  # False only to measure what answering saves
+        self.greedy_calls = greedy_calls  # False only to measure what sampled calls cost
 
     def bar_for(self, messages: Sequence[Message]) -> tuple[float, str]:
         """The bar that judges this request's calls, and where it came from: the first
@@ -487,9 +489,12 @@ class ConstrainedTools(ProviderWrapper):
         arguments' odds returned."""
         budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
         schema = call_schema(tools, first=first)
+        # A call's values are copied from the request, not composed: written at the chat's
+        # temperature they only came out wrong more often (bench/sampled_calls.py).
+        temperature = 0.0 if self.greedy_calls else options.temperature
         constrained = replace(
             options, json_schema=schema, max_tokens=budget, phase="constrained",
-            top_logprobs=1 if weigh else None,
+            top_logprobs=1 if weigh else None, temperature=temperature,
         )  # fmt: skip
         text: list[str] = []
         chosen: list[tuple[str, float]] = []

@@ -53,6 +53,24 @@ async def test_a_call_is_generated_again_under_the_schema() -> None:
     assert reply.text == "Let me look." and "[constrained]" in reply.raw
 
 
+async def test_calls_are_written_greedily_whatever_the_chats_temperature() -> None:
+    """The free answer is sampled as the chat asks; the call's values, copied from the
+    request, are written at temperature 0 (sampled, they came out wrong more often)."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    call = '{"name": "search", "arguments": {"query": "q"}}'
+    provider = ScriptedProvider([Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
+                                constrains_json=True)  # fmt: skip
+    options = RequestOptions(temperature=0.8, seed=3)
+    events = [
+        e async for e in ConstrainedTools(provider).stream([Message.user("q")], [SEARCH], options)
+    ]
+    assert next(e for e in events if isinstance(e, Reply)).tool_calls[0].arguments == {"query": "q"}
+    free, constrained = provider.requests
+    assert free.options.temperature == 0.8 and constrained.options.phase == "constrained"
+    assert constrained.options.temperature == 0.0
+
+
 async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named() -> None:
     from desktop.core.tracks.step_calls import call_schema
 
