@@ -7,6 +7,7 @@ base64, so a conversation can be stored, exported and traced without custom enco
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import uuid
@@ -107,6 +108,20 @@ def without_surrogates(value: Any) -> Any:
 
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:12]
+
+
+def call_fingerprint(name: str, arguments: Any) -> str:
+    """The same for the same call: sha256 over its name and its arguments as canonical JSON
+    (sorted keys, no whitespace), so `{a:1,b:2}` and `{b:2,a:1}` are one call. The
+    deduplicator refuses a repeat by it; the emulated track recognises one by it."""
+    canonical = json.dumps(
+        {"name": name, "arguments": arguments},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,14 @@ import json
 
 import pytest
 
-from desktop.core.messages import Image, Message, TextPart, ToolCall, sniff_image_mime
+from desktop.core.messages import (
+    Image,
+    Message,
+    TextPart,
+    ToolCall,
+    call_fingerprint,
+    sniff_image_mime,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 
@@ -56,3 +63,12 @@ def test_unknown_role_is_refused() -> None:
 
 def test_image_data_url() -> None:
     assert Image.from_bytes(PNG).data_url().startswith("data:image/png;base64,iVBORw0KGgo")
+
+
+def test_fingerprint_ignores_key_order() -> None:
+    """Edge case 14: {a:1,b:2} and {b:2,a:1} are the same call."""
+    fingerprint = call_fingerprint
+    assert fingerprint("t", {"a": 1, "b": 2}) == fingerprint("t", {"b": 2, "a": 1})
+    assert fingerprint("t", {"a": {"x": 1, "y": 2}}) == fingerprint("t", {"a": {"y": 2, "x": 1}})
+    assert fingerprint("t", {"a": 1}) != fingerprint("u", {"a": 1})
+    assert fingerprint("t", {"a": 1}) != fingerprint("t", {"a": "1"})

@@ -1,19 +1,18 @@
 """Rejects repeated tool calls: exact repeats within a turn, and calls during a cooldown.
 
-A call's fingerprint is sha256 over its name and its arguments as canonical JSON (sorted
-keys, no whitespace), so `{a:1,b:2}` and `{b:2,a:1}` are the same call. Fingerprints reset
+A call is known by its fingerprint (`messages.call_fingerprint`): `{a:1,b:2}` and
+`{b:2,a:1}` are the same call. Fingerprints reset
 with each turn; cooldowns are time-based and outlive the turn that started them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from desktop.core.messages import call_fingerprint
 from desktop.core.tools.toolbox import DEFAULT_COOLDOWN_S, Tool
 
 
@@ -21,17 +20,6 @@ from desktop.core.tools.toolbox import DEFAULT_COOLDOWN_S, Tool
 class Refusal:
     kind: Literal["repeat", "cooldown"]
     reason: str
-
-
-def fingerprint(name: str, arguments: Any) -> str:
-    canonical = json.dumps(
-        {"name": name, "arguments": arguments},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 class Deduplicator:
@@ -64,7 +52,7 @@ class Deduplicator:
 
     def check(self, tool: Tool, arguments: Any) -> Refusal | None:
         """None if the call may run, else why not (the model and the user both see it)."""
-        if fingerprint(tool.name, arguments) in self._seen:
+        if call_fingerprint(tool.name, arguments) in self._seen:
             return Refusal(
                 "repeat",
                 f"Rejected: this exact call to {tool.name} was already made in this turn; "
@@ -81,7 +69,7 @@ class Deduplicator:
         return None
 
     def record(self, tool: Tool, arguments: Any) -> None:
-        self._seen.add(fingerprint(tool.name, arguments))
+        self._seen.add(call_fingerprint(tool.name, arguments))
         if self.cooldown_applies(tool):
             length = tool.cooldown_s or DEFAULT_COOLDOWN_S
             self._cooldown_until[tool.name] = self._clock() + length

@@ -452,8 +452,8 @@ class ConstrainedTools(ProviderWrapper):
                 history, tools, options, first, known, weigh=False
             )
             raw += f"\n[constrained]\n{written.raw}"
-        current = split_turns(messages)[1]
-        if self.answer_repeats and not written.broken and only_repeats(written.calls, current):
+        repeats = self.answer_repeats and not written.broken
+        if repeats and only_repeats(written.calls, split_turns(messages)[1]):
             # Nothing new to run: the answer the loop would ask for next, asked now.
             raw += "\n[the calls repeat calls already made in this turn]"
             answer = self._plain_answer(

@@ -4,12 +4,11 @@ tool a name the model wrote means, and no call twice."""
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from desktop.core.messages import Message, ToolCall
+from desktop.core.messages import Message, ToolCall, call_fingerprint
 from desktop.core.tool_spec import ToolSpec
 
 # At most this many calls in one step: bounds what the grammar lets a looping model write.
@@ -50,7 +49,7 @@ def distinct_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
     seen: set[str] = set()
     kept = []
     for call in calls:
-        key = _same_call_key(call)
+        key = call_fingerprint(call.name, call.arguments)
         if key not in seen:
             seen.add(key)
             kept.append(call)
@@ -64,18 +63,13 @@ def only_repeats(calls: Sequence[ToolCall], turn: Sequence[Message]) -> bool:
     it, on a card of its own in the chat, and the model be asked once more."""
     refused = {m.tool_call_id for m in turn if m.role == "tool" and m.rejected}
     ran = {
-        _same_call_key(call)
+        call_fingerprint(call.name, call.arguments)
         for message in turn
         if message.role == "assistant"
         for call in message.tool_calls
         if call.id not in refused
     }
-    return bool(calls) and all(_same_call_key(call) in ran for call in calls)
-
-
-def _same_call_key(call: ToolCall) -> str:
-    """The same for the same tool with the same arguments, in any key order."""
-    return json.dumps([call.name, call.arguments], sort_keys=True, ensure_ascii=False)
+    return bool(calls) and all(call_fingerprint(c.name, c.arguments) in ran for c in calls)
 
 
 def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str, Any]:
