@@ -1,12 +1,16 @@
 """Calls written at the chat's temperature or greedily: the BFCL development set asked as
 the app asks by default (no temperature: the server's own sampling, 0.8 for llama-server),
-on the uncalibrated emulated track, the constrained calls sampled (before) or greedy (now).
-Side by side on the real llama-server, each case both ways in turn, the order alternating.
+on the uncalibrated emulated track, side by side on the real llama-server, each case every
+way in turn, the order alternating.
 
     .venv/bin/python bench/sampled_calls.py [--model FILE.gguf] [--seeds 1] [--first-seed 1]
+                                            [--compare calls|opening]
 
-The free answer, whose opening decides whether a call is made, is sampled both ways: only
-how the call is written differs.
+`--compare calls` (the default): the constrained calls sampled (before) or greedy (now);
+the free answer, whose opening decides whether a call is made, is sampled both ways.
+`--compare opening`: the calls greedy both ways; whether the answer opens a call sampled
+(before) or decided as at temperature 0 (now: a one-token probe first, the free answer
+greedy where the likeliest first token opens a call).
 """
 
 from __future__ import annotations
@@ -26,7 +30,16 @@ from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.tracks.constrained import ConstrainedTools
 
-WAYS = {"before: calls sampled": False, "now: calls greedy": True}
+COMPARED = {
+    "calls": {
+        "before: calls sampled": {"greedy_calls": False, "greedy_opening": False},
+        "now: calls greedy": {"greedy_calls": True, "greedy_opening": False},
+    },
+    "opening": {
+        "before: opening sampled": {"greedy_calls": True, "greedy_opening": False},
+        "now: opening greedy": {"greedy_calls": True, "greedy_opening": True},
+    },
+}
 
 
 async def main() -> int:
@@ -34,7 +47,9 @@ async def main() -> int:
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--seeds", type=int, default=1, help="samples of each case, each way")
     parser.add_argument("--first-seed", type=int, default=1, help="the first sample's seed")
+    parser.add_argument("--compare", choices=sorted(COMPARED), default="calls")
     args = parser.parse_args()
+    ways = COMPARED[args.compare]
     cases = read_cases()
     checker = load_checker(Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl")
     server = LlamaServer(
@@ -42,7 +57,7 @@ async def main() -> int:
     )
     await server.start()
     base = make_provider("llamacpp", server.base_url)
-    right: dict[bool, dict[str, int]] = {way: defaultdict(int) for way in WAYS.values()}
+    right: dict[str, dict[str, int]] = {way: defaultdict(int) for way in ways}
     asked: dict[str, int] = defaultdict(int)
     try:
         for number, case in enumerate(cases):
@@ -51,25 +66,24 @@ async def main() -> int:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 options = replace(ASKED, temperature=None, seed=seed)  # as the app asks
                 asked[case["category"]] += 1
-                order = [False, True] if (number + seed) % 2 == 0 else [True, False]
-                for greedy in order:
-                    track = ConstrainedTools(base, greedy_calls=greedy)
+                order = list(ways) if (number + seed) % 2 == 0 else list(reversed(ways))
+                for way in order:
+                    track = ConstrainedTools(base, **ways[way])
                     reply, _, _ = await ask(track, case, list(tools), options=options)
                     calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
                     ok, reason = checker.check(named, calls)
-                    right[greedy][case["category"]] += ok
-                    way = "greedy" if greedy else "sampled"
+                    right[way][case["category"]] += ok
                     verdict = "ok" if ok else reason[:90]
                     print(f"[{way}] {case['id']} seed {seed}: {verdict}", file=sys.stderr)
     finally:
         await base.aclose()
         server.stop()
-    print("| calls written | " + " | ".join(CATEGORIES) + " | all |")
+    print(f"| {args.compare} | " + " | ".join(CATEGORIES) + " | all |")
     print("| --- " * (len(CATEGORIES) + 2) + "|")
     total = sum(asked.values())
-    for name, greedy in WAYS.items():
-        shares = [f"{right[greedy][c]}/{asked[c]}" for c in CATEGORIES]
-        done = sum(right[greedy].values())
+    for name in ways:
+        shares = [f"{right[name][c]}/{asked[c]}" for c in CATEGORIES]
+        done = sum(right[name].values())
         print(f"| {name} | " + " | ".join(shares) + f" | **{done}/{total}** ({done / total:.0%}) |")
     return 0
 

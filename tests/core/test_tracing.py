@@ -5,13 +5,16 @@ from typing import Any
 
 from desktop.core.calibration.card import Calibration, TrackScore
 from desktop.core.events import ToolRejected, TurnFinished
-from desktop.core.loop import run_turn
+from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message
 from desktop.core.providers.base import Capabilities, RequestOptions
 from desktop.core.tools.toolbox import Tool, Toolbox
 from desktop.core.tracing import TracingProvider
 from desktop.core.tracks.emulated import EmulatedTools
 from tests.support.fakes import ScriptedProvider, Step
+
+# Asked at temperature 0: a sampled answer first asks how it would open greedily.
+GREEDY = LoopSettings(options=RequestOptions(temperature=0))
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 30
 
@@ -125,7 +128,9 @@ async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() ->
     traced = TracingProvider(inner)
     active, track = on_track(traced, "emulated", calibrated(bar=0.9))
     trace = traced.start_turn(track)
-    async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("what is rust")]):
+    async for event in run_turn(
+        active, Toolbox([SEARCH]), [Message.user("what is rust")], settings=GREEDY
+    ):
         trace.record(event)
     assert trace.outcome == TurnFinished(0, "Rust is a language.")
     (step,) = trace.steps
@@ -153,7 +158,7 @@ async def test_the_tokens_of_a_weighed_call_are_kept_with_their_odds() -> None:
     traced = TracingProvider(inner)
     active, track = on_track(traced, "emulated", replace(calibrated(0.9), arguments_bar=0.95))
     traced.start_turn(track)
-    replies = [e async for e in active.stream([Message.user("rust?")], [SEARCH], RequestOptions())]
+    replies = [e async for e in active.stream([Message.user("rust?")], [SEARCH], GREEDY.options)]
     assert replies[-1].tool_calls  # type: ignore[union-attr]
     constrained = traced.trace.steps[0].phases[1]
     assert constrained.options["top_logprobs"] == 1 and constrained.chosen_tokens == tokens

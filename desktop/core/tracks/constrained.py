@@ -149,6 +149,7 @@ class ConstrainedTools(ProviderWrapper):
         keep_prefix: bool = True,
         answer_repeats: bool = True,
         greedy_calls: bool = True,
+        greedy_opening: bool = True,
         later_call_odds: float | None = None,
         min_arguments_odds: float | None = None,
     ) -> None:
@@ -160,6 +161,7 @@ class ConstrainedTools(ProviderWrapper):
         self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
         self.answer_repeats = answer_repeats  # False only to measure what answering saves
         self.greedy_calls = greedy_calls  # False only to measure what sampled calls cost
+        self.greedy_opening = greedy_opening  # False only to measure what it changes
 
     def bar_for(self, messages: Sequence[Message]) -> tuple[float, str]:
         """The bar that judges this request's calls, and where it came from: the first
@@ -240,6 +242,21 @@ class ConstrainedTools(ProviderWrapper):
         written = await self._constrained_calls(alone, tools, options, first, known, weigh=True)
         gate = replace(gate, arguments=written.arguments, arguments_bar=self.min_arguments_odds)
         return SecondLook(gate, written)
+
+    async def _greedy_opening(
+        self, history: list[Message], options: RequestOptions
+    ) -> float | None:
+        """Where the answer is sampled, whether it opens a call is decided as at temperature
+        0: the odds of a call, where its likeliest first token opens one (the free answer is
+        then greedy up to the call's name), else None (the answer is sampled as asked).
+        Sampled at the server's 0.8, the bundled model answered a chart request with "Mark
+        the x and y axes." and no call (bench/sampled_calls.py). One token of the prompt
+        the free answer then finds cached."""
+        sampled = options.temperature is None or options.temperature > 0
+        if not (self.greedy_opening and sampled and self.features.reports_token_odds):
+            return None
+        odds, opens = await self._probe(history, options)
+        return odds if opens else None
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         return (await self._probe(history, options))[0]
@@ -359,7 +376,9 @@ class ConstrainedTools(ProviderWrapper):
             named = _FIRST_NAME.search(gate.buffer, gate.released)
             return bool(named) or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD
 
-        free = relay(self.inner.stream(history, [], options), visible, replies, call_named)
+        probed = await self._greedy_opening(history, options)
+        free_options = options if probed is None else replace(options, temperature=0)
+        free = relay(self.inner.stream(history, [], free_options), visible, replies, call_named)
         async with aclosing(free) as shown:
             async for event in shown:
                 # A model that thought first chose its prose: no second look (nor a second
@@ -413,7 +432,7 @@ class ConstrainedTools(ProviderWrapper):
             return
         # Only a call that opens the answer is weighed: prose before it shows intent.
         if judged is None and not prose.strip() and self.features.reports_token_odds:
-            odds = await self._odds_of_a_call(history, options)
+            odds = await self._odds_of_a_call(history, options) if probed is None else probed
             judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
         if judged is not None and not judged.passed:

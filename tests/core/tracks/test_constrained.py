@@ -7,6 +7,10 @@ from desktop.core.tracks.prompt import render_tool_prompt
 from tests.core.tracks.samples import CLOCK, SEARCH, noop
 from tests.support.fakes import Script, ScriptedProvider, Step
 
+# The gate's tests ask at temperature 0, as the benches do: a sampled answer first asks how
+# the answer would open greedily (see the greedy opening's own tests).
+GREEDY = RequestOptions(temperature=0)
+
 # --- two-phase constrained calls --------------------------------------------------------
 
 
@@ -71,6 +75,57 @@ async def test_calls_are_written_greedily_whatever_the_chats_temperature() -> No
     assert constrained.options.temperature == 0.0
 
 
+async def test_a_sampled_answer_opens_a_call_where_the_greedy_one_would() -> None:
+    """Sampled, the answer may open in prose where the model's likeliest first token opens
+    a call: the opening is asked first, and the free answer is then greedy. The odds that
+    one-token probe read judge the call; none are asked for twice."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    call = '{"name": "search", "arguments": {"query": "q"}}'
+    provider = ScriptedProvider(
+        [Step(odds=[("[", 0.7), ("Mark", 0.3)]), Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(provider, min_call_odds=0.6, bar_source="calibrated")
+    options = RequestOptions(seed=3)  # no temperature: the server's own sampling
+    events = [e async for e in track.stream([Message.user("q")], [SEARCH], options)]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert [c.name for c in reply.tool_calls] == ["search"] and reply.gate is not None
+    assert reply.gate.odds == 0.7 and reply.gate.passed
+    probe, free, constrained = provider.requests
+    assert probe.options.phase == "call-odds" and probe.options.max_tokens == 1
+    assert free.options.temperature == 0 and free.options.phase is None
+    assert constrained.options.phase == "constrained"
+
+
+async def test_a_sampled_answer_whose_greedy_opening_is_prose_stays_sampled() -> None:
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    provider = ScriptedProvider(
+        [Step(odds=[("Mark", 0.6), ("[", 0.4)]), Step(chunks=["Mark the axes."])],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    options = RequestOptions(temperature=0.8, seed=3)
+    events = [
+        e async for e in ConstrainedTools(provider).stream([Message.user("q")], [SEARCH], options)
+    ]
+    assert next(e for e in events if isinstance(e, Reply)).text == "Mark the axes."
+    probe, free = provider.requests
+    assert probe.options.phase == "call-odds" and free.options.temperature == 0.8
+
+
+async def test_no_opening_is_asked_first_at_temperature_0_or_without_odds() -> None:
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    for temperature, odds in ((0.0, True), (0.8, False)):
+        provider = ScriptedProvider(["Hello."], constrains_json=True, reports_token_odds=odds)
+        options = RequestOptions(temperature=temperature)
+        track = ConstrainedTools(provider)
+        assert [e async for e in track.stream([Message.user("hi")], [SEARCH], options)]
+        (free,) = provider.requests
+        assert free.options.phase is None and free.options.temperature == temperature
+
+
 async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named() -> None:
     from desktop.core.tracks.step_calls import call_schema
 
@@ -103,7 +158,9 @@ async def gated_run(
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=reports_token_odds)
     reply = None
     async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
-        [Message.user("Who won the World Cup in 2022?")], [SEARCH], RequestOptions(seed=3)
+        [Message.user("Who won the World Cup in 2022?")],
+        [SEARCH],
+        RequestOptions(temperature=0, seed=3),
     ):
         if isinstance(event, Reply):
             reply = event
@@ -144,7 +201,7 @@ async def test_until_a_model_is_calibrated_its_own_first_choice_stands() -> None
     replies = [
         e
         async for e in ConstrainedTools(provider).stream(
-            [Message.user("Who won?")], [SEARCH], RequestOptions()
+            [Message.user("Who won?")], [SEARCH], GREEDY
         )
         if isinstance(e, Reply)
     ]
@@ -171,7 +228,7 @@ async def test_the_plain_answer_is_all_text_even_json() -> None:
     )
     shown, reply = [], None
     async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
-        [Message.user("hi")], [SEARCH], RequestOptions()
+        [Message.user("hi")], [SEARCH], GREEDY
     ):
         if isinstance(event, TextChunk):
             shown.append(event.text)
@@ -236,7 +293,7 @@ async def test_the_plain_answer_after_an_unsure_call_leaves_the_tools_out() -> N
     replies = [
         e
         async for e in ConstrainedTools(provider, min_call_odds=0.9).stream(
-            [Message.user("hi")], [SEARCH], RequestOptions()
+            [Message.user("hi")], [SEARCH], GREEDY
         )
         if isinstance(e, Reply)
     ]
@@ -344,9 +401,7 @@ async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
     provider = ScriptedProvider(
         [Step(chunks=['{"name": "search"']), Step(chunks=[both])], constrains_json=True
     )
-    events = [
-        e async for e in ConstrainedTools(provider).stream(messages, [SEARCH], RequestOptions())
-    ]
+    events = [e async for e in ConstrainedTools(provider).stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [c.arguments["query"] for c in reply.tool_calls] == ["q", "r"]
 
@@ -366,7 +421,7 @@ async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
             provider, min_call_odds=0.9, later_call_odds=0.6, bar_source="calibrated 2026-12-01"
         )
         messages = [*history, Message.user("Who won the World Cup in 2022?")]
-        replies = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        replies = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in replies if isinstance(e, Reply))
         assert reply.gate is not None and track.bar_for(messages)[0] == reply.gate.bar
         gated.append((reply.gate.bar, reply.gate.passed, bool(reply.tool_calls)))
@@ -398,7 +453,7 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
         provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
         track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
                                  bar_source="calibrated 2026-12-01")  # fmt: skip
-        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in events if isinstance(e, Reply))
         looked = provider.requests[2]
         assert EARLIER_HEAD in provider.requests[1].messages[0].text
@@ -421,7 +476,7 @@ async def test_a_first_request_gets_no_second_look() -> None:
     script: list[Script] = [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]), "Words."]
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
     track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6)
-    events = [e async for e in track.stream([Message.user("Hi")], [SEARCH], RequestOptions())]
+    events = [e async for e in track.stream([Message.user("Hi")], [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert len(provider.requests) == 3 and "turn alone" not in reply.raw and not reply.tool_calls
 
@@ -448,7 +503,7 @@ async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown()
         )
         track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
                                  bar_source="calibrated 2026-12-02")  # fmt: skip
-        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         shown = "".join(e.text for e in events if isinstance(e, TextChunk))
         reply = next(e for e in events if isinstance(e, Reply))
         free, looked, last = provider.requests
@@ -489,7 +544,7 @@ async def test_prose_gets_no_second_look_first_uncalibrated_after_a_tool_or_thou
             [Step(chunks=chunks)], constrains_json=True, reports_token_odds=True
         )
         track = ConstrainedTools(provider, min_call_odds=bar, later_call_odds=0.6)
-        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Rust is a language."
         assert len(provider.requests) == 1
 
@@ -513,7 +568,7 @@ async def test_a_call_to_a_tool_that_is_not_offered_becomes_a_plain_answer() -> 
     events = [
         e
         async for e in track.stream([Message.user("Tell me a joke.")], [SEARCH, CLOCK],
-                                    RequestOptions())
+                                    GREEDY)
     ]  # fmt: skip
     reply = next(e for e in events if isinstance(e, Reply))
     assert reply.tool_calls == [] and reply.text == "Why did it?"
@@ -564,9 +619,7 @@ async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:
             constrains_json=True, reports_token_odds=True,
         )  # fmt: skip
         track = ConstrainedTools(provider, min_call_odds=0.5)
-        opening = await track.opening(
-            [Message.user("?")], [SEARCH, CLOCK], RequestOptions(), measuring=True
-        )
+        opening = await track.opening([Message.user("?")], [SEARCH, CLOCK], GREEDY, measuring=True)
         seen.append((opening.call, opening.tool, opening.odds))
     assert seen == [(False, None, None), (True, "current_time", 0.9)]
 
@@ -591,7 +644,7 @@ async def arguments_run(arguments: float) -> tuple[ScriptedProvider, Reply]:
         constrains_json=True, reports_token_odds=True, takes_grammar=True,
     )  # fmt: skip
     track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
-    events = [e async for e in track.stream([Message.user("Who won?")], [SEARCH], RequestOptions())]
+    events = [e async for e in track.stream([Message.user("Who won?")], [SEARCH], GREEDY)]
     return provider, next(e for e in events if isinstance(e, Reply))
 
 
@@ -626,7 +679,7 @@ async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them(
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
     track = ConstrainedTools(sure, min_call_odds=0.9, min_arguments_odds=0.95)
-    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], RequestOptions())][-1]
+    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], GREEDY)][-1]
     assert isinstance(reply, Reply) and reply.tool_calls
     assert sure.requests[2].options.top_logprobs is None
     assert reply.gate is not None and reply.gate.arguments is None
@@ -635,7 +688,7 @@ async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them(
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
     track = ConstrainedTools(unsure, min_call_odds=0.9)
-    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], RequestOptions())][-1]
+    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], GREEDY)][-1]
     assert isinstance(reply, Reply) and reply.text == "Words." and len(unsure.requests) == 3
     assert unsure.requests[2].options.json_schema is None
 
@@ -664,7 +717,7 @@ async def test_after_earlier_turns_the_arguments_weighed_are_the_turn_alones() -
         track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
                                  min_arguments_odds=0.95, bar_source="calibrated")  # fmt: skip
         assert not track.weighs_arguments(messages) and track.weighs_arguments(messages[-1:])
-        events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+        events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in events if isinstance(e, Reply))
         phases = [r.options.phase for r in provider.requests]
         assert phases[:4] == [None, "call-odds", "call-odds", "constrained"]
@@ -699,7 +752,7 @@ async def test_a_turn_alone_that_would_answer_in_words_is_not_weighed() -> None:
         provider, min_call_odds=0.9, later_call_odds=0.6, min_arguments_odds=0.95
     )
     messages = [*earlier, Message.user("Did it work?")]
-    events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+    events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
     assert reply.tool_calls == [] and reply.gate is not None and reply.gate.arguments is None
@@ -723,7 +776,7 @@ async def test_after_a_tools_result_the_arguments_are_not_weighed() -> None:
     track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
     assert track.weighs_arguments(messages[:1])
     assert not track.weighs_arguments(messages) and not track.weighs_arguments(images_after)
-    events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+    events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "plain"]
     assert reply.tool_calls == [] and reply.text == "It found 3 notes."
@@ -743,9 +796,7 @@ async def test_the_opening_after_earlier_turns_weighs_the_turn_alones_arguments(
     )  # fmt: skip
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
     messages = [*earlier, Message.user("Search for rust")]
-    seen = await ConstrainedTools(provider).opening(
-        messages, [SEARCH], RequestOptions(), measuring=True
-    )
+    seen = await ConstrainedTools(provider).opening(messages, [SEARCH], GREEDY, measuring=True)
     assert (seen.call, seen.tool, seen.odds, seen.alone) == (True, "search", 0.5, 0.99)
     assert seen.written is None and seen.alone_written is not None
     assert seen.alone_written.arguments is not None and seen.alone_written.arguments > 0.99
@@ -764,7 +815,7 @@ async def test_an_opening_on_a_track_with_bars_writes_calls_only_where_they_are_
             constrains_json=True, reports_token_odds=True,
         )  # fmt: skip
         track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
-        seen = await track.opening(messages, [SEARCH], RequestOptions(), measuring=False)
+        seen = await track.opening(messages, [SEARCH], GREEDY, measuring=False)
         return seen, [r.options.phase for r in provider.requests]
 
     later = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search rust")]
@@ -795,7 +846,7 @@ async def test_a_bar_of_zero_judges_an_opening_it_does_not_measure() -> None:
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
     track = ConstrainedTools(provider, min_call_odds=0.0)
-    seen = await track.opening([Message.user("Search rust")], [SEARCH], RequestOptions(),
+    seen = await track.opening([Message.user("Search rust")], [SEARCH], GREEDY,
                                measuring=False)  # fmt: skip
     assert (seen.call, seen.odds, seen.written) == (True, 0.6, None)
     assert [r.options.phase for r in provider.requests] == [None, "call-odds"]
@@ -818,7 +869,7 @@ async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either()
     )  # fmt: skip
     track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
                              min_arguments_odds=0.95)  # fmt: skip
-    events = [e async for e in track.stream(messages, [SEARCH], RequestOptions())]
+    events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
     assert reply.tool_calls == [] and "the turn alone]" not in reply.raw
