@@ -144,9 +144,11 @@ class TracingProvider(ProviderWrapper):
     def __init__(self, inner: Provider) -> None:
         super().__init__(inner)
         self.trace = TurnTrace(track="", provider=inner.label)
+        self._opening: StepTrace | None = None
 
     def start_turn(self, track: str) -> TurnTrace:
         self.trace = TurnTrace(track=track, provider=self.inner.label)
+        self._opening = None
         return self.trace
 
     async def stream(
@@ -161,12 +163,18 @@ class TracingProvider(ProviderWrapper):
             tools=[t.wire_definition() for t in tools],
             options=_options_for_trace(options),
         )
-        if options.phase and self.trace.steps:
+        if options.phase == "opening":
+            self._opening = step  # a part of the step whose first request comes next
+        elif options.phase and self.trace.steps:
             # A later part of the step before (see ConstrainedTools): a sub-request.
             parent = self.trace.steps[-1]
             step.step = parent.step
             parent.phases.append(step)
         else:
+            if self._opening is not None:
+                self._opening.step = step.step
+                step.phases.append(self._opening)
+                self._opening = None
             self.trace.steps.append(step)
         began = time.perf_counter()
         seen: list[str] = []  # the text so far, for a generation stopped before its end

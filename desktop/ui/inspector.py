@@ -70,13 +70,14 @@ def step_sections(
         # arguments it weighs): its prompt is not the step's.
         alone = phase["request"]["messages"] != request["messages"]
         second = alone and gate is not None and "alone_bar" in gate
-        if options.get("phase") == "call-odds":
+        if options.get("phase") in ("call-odds", "opening"):
             odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
-            title = (
-                "→ odds of a call, the turn alone (second look)"
-                if second
-                else "→ odds of a call (one-token probe)"
-            )
+            if options["phase"] == "opening":
+                title = "→ how the sampled answer would open at temperature 0 (one-token probe)"
+            elif second:
+                title = "→ odds of a call, the turn alone (second look)"
+            else:
+                title = "→ odds of a call (one-token probe)"
             rows.append((title, _pretty(options)))
             rows.append(("← first token's likeliest alternatives", odds or output))
             if gate is not None:

@@ -141,6 +141,31 @@ async def test_the_call_gate_probe_and_plain_answer_are_parts_of_their_step() ->
     assert exported["phases"][0]["token_odds"] == [["{", 0.6], ["Rust", 0.4]]
 
 
+async def test_a_sampled_answers_opening_probe_is_a_part_of_the_step_after_it() -> None:
+    """Asked before the step's first request, the opening probe is traced inside that
+    step, not as a step of its own nor inside the step before."""
+    from desktop.core.tracks.choice import on_track
+
+    call = '{"name": "search", "arguments": {"query": "rust"}}'
+    inner = ScriptedProvider(
+        [Step(odds=[("{", 0.95), ("Rust", 0.05)]), Step(chunks=[call]), Step(chunks=[f"[{call}]"]),
+         Step(odds=[("Rust", 0.9), ("{", 0.1)]), "Rust is a language."],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    traced = TracingProvider(inner)
+    active, track = on_track(traced, "emulated", calibrated(bar=0.9))
+    trace = traced.start_turn(track)
+    async for event in run_turn(active, Toolbox([SEARCH]), [Message.user("find rust")]):
+        trace.record(event)
+    assert trace.outcome == TurnFinished(1, "Rust is a language.")
+    first, second = trace.steps
+    assert [p.options["phase"] for p in first.phases] == ["opening", "constrained"]
+    assert first.options["temperature"] == 0 and first.raw_output.startswith('{"name"')
+    assert [p.options["phase"] for p in second.phases] == ["opening"]
+    assert second.raw_output == "Rust is a language." and second.options.get("temperature") is None
+    assert [p.step for p in second.phases] == [1]
+
+
 async def test_the_tokens_of_a_weighed_call_are_kept_with_their_odds() -> None:
     """A call under the bar is written with its tokens' odds; the trace keeps them for the
     inspector's verdict on its arguments."""

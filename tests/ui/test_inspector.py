@@ -49,6 +49,16 @@ def test_each_phase_of_a_step_has_its_own_rows() -> None:
     assert not any(title.startswith("call gate") for title in titles)  # no bar known
 
 
+def test_a_sampled_answers_opening_probe_reads_as_such() -> None:
+    probe = phase({"phase": "opening", "max_tokens": 1}, "{", [["{", 0.91], ["Hi", 0.09]])
+    step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
+            "phases": [probe]}  # fmt: skip
+    rows = dict(step_sections(step, {"bar": 0.87, "source": "calibrated 2026-11-30"}))
+    assert "→ how the sampled answer would open at temperature 0 (one-token probe)" in rows
+    assert rows["← first token's likeliest alternatives"] == " 91.0%  '{'\n  9.0%  'Hi'"
+    assert "call gate: 0.91 ≥ bar 0.87: call" in rows
+
+
 def test_the_bar_that_judged_a_call() -> None:
     """The probe's odds against the turn's bar, and where the bar came from."""
     probe = phase({"phase": "call-odds"}, "{", [["{", 0.62], ["```", 0.2], ["Hi", 0.18]])

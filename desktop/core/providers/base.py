@@ -55,9 +55,10 @@ class RequestOptions:
     # The tools of the turn after they were withdrawn (the last, tool-free step): a track
     # that can forbid calls keeps them in the prompt, whose prefix the server has cached.
     withdrawn_tools: tuple[ToolSpec, ...] = ()
-    # Which later part of a step this request is (see ConstrainedTools), for the trace;
-    # None for a step's first request. Backends ignore it.
-    phase: Literal["call-odds", "constrained", "plain"] | None = None
+    # Which other part of a step this request is (see ConstrainedTools), for the trace;
+    # None for a step's first request. "opening" comes before it: how a sampled answer
+    # would open at temperature 0. Backends ignore it.
+    phase: Literal["opening", "call-odds", "constrained", "plain"] | None = None
     # Why a later part of a step was asked ("the call gate said no call"), for the trace.
     reason: str | None = None
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from desktop.core.events import (
     BrokenCall,
@@ -255,16 +256,21 @@ class ConstrainedTools(ProviderWrapper):
         sampled = options.temperature is None or options.temperature > 0
         if not (self.greedy_opening and sampled and self.features.reports_token_odds):
             return None
-        odds, opens = await self._probe(history, options)
+        odds, opens = await self._probe(history, options, phase="opening")
         return odds if opens else None
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         return (await self._probe(history, options))[0]
 
-    async def _probe(self, history: list[Message], options: RequestOptions) -> tuple[float, bool]:
+    async def _probe(
+        self,
+        history: list[Message],
+        options: RequestOptions,
+        phase: Literal["opening", "call-odds"] = "call-odds",
+    ) -> tuple[float, bool]:
         """The odds that the answer opens a call, and whether its likeliest first token
         does (what the free answer, at temperature 0, would open with)."""
-        probe = replace(options, max_tokens=1, top_logprobs=10, phase="call-odds")
+        probe = replace(options, max_tokens=1, top_logprobs=10, phase=phase)
         alternatives: tuple[tuple[str, float], ...] | None = None
         async with aclosing(self.inner.stream(history, [], probe)) as answer:
             async for event in answer:  # read to the end: one token, then its usage

@@ -93,7 +93,7 @@ async def test_a_sampled_answer_opens_a_call_where_the_greedy_one_would() -> Non
     assert [c.name for c in reply.tool_calls] == ["search"] and reply.gate is not None
     assert reply.gate.odds == 0.7 and reply.gate.passed
     probe, free, constrained = provider.requests
-    assert probe.options.phase == "call-odds" and probe.options.max_tokens == 1
+    assert probe.options.phase == "opening" and probe.options.max_tokens == 1
     assert free.options.temperature == 0 and free.options.phase is None
     assert constrained.options.phase == "constrained"
 
@@ -111,7 +111,7 @@ async def test_a_sampled_answer_whose_greedy_opening_is_prose_stays_sampled() ->
     ]
     assert next(e for e in events if isinstance(e, Reply)).text == "Mark the axes."
     probe, free = provider.requests
-    assert probe.options.phase == "call-odds" and free.options.temperature == 0.8
+    assert probe.options.phase == "opening" and free.options.temperature == 0.8
 
 
 async def test_no_opening_is_asked_first_at_temperature_0_or_without_odds() -> None:
