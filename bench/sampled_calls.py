@@ -4,7 +4,7 @@ on the uncalibrated emulated track, side by side on the real llama-server, each 
 way in turn, the order alternating.
 
     .venv/bin/python bench/sampled_calls.py [--model FILE.gguf] [--seeds 1] [--first-seed 1]
-                                            [--compare calls|opening]
+                                            [--compare calls|opening] [--server-temp T]
 
 `--compare calls` (the default): the constrained calls sampled (before) or greedy (now);
 the free answer, whose opening decides whether a call is made, is sampled both ways.
@@ -48,12 +48,21 @@ async def main() -> int:
     parser.add_argument("--seeds", type=int, default=1, help="samples of each case, each way")
     parser.add_argument("--first-seed", type=int, default=1, help="the first sample's seed")
     parser.add_argument("--compare", choices=sorted(COMPARED), default="calls")
+    parser.add_argument(
+        "--server-temp",
+        type=float,
+        metavar="T",
+        help="the server's default temperature (the bundled model's: 0.3)",
+    )
     args = parser.parse_args()
     ways = COMPARED[args.compare]
     cases = read_cases()
     checker = load_checker(Path(__file__).resolve().parent / "data" / "bfcl-dev" / "cases.jsonl")
     server = LlamaServer(
-        model=args.model or ensure_bundled_model(), threads=2, context_size=CONTEXT_SIZE
+        model=args.model or ensure_bundled_model(),
+        threads=2,
+        context_size=CONTEXT_SIZE,
+        extra_args=() if args.server_temp is None else ("--temp", str(args.server_temp)),
     )
     await server.start()
     base = make_provider("llamacpp", server.base_url)
