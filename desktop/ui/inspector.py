@@ -73,7 +73,7 @@ def step_sections(
         if options.get("phase") in ("call-odds", "opening"):
             odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
             if options["phase"] == "opening":
-                title = "→ how the sampled answer would open at temperature 0 (one-token probe)"
+                title = "→ greedy opening of a sampled answer (one-token probe)"
             elif second:
                 title = "→ odds of a call, the turn alone (second look)"
             else:

@@ -54,7 +54,7 @@ def test_a_sampled_answers_opening_probe_reads_as_such() -> None:
     step = {"request": {"messages": [], "tools": [], "options": {}}, "events": [],
             "phases": [probe]}  # fmt: skip
     rows = dict(step_sections(step, {"bar": 0.87, "source": "calibrated 2026-11-30"}))
-    assert "→ how the sampled answer would open at temperature 0 (one-token probe)" in rows
+    assert "→ greedy opening of a sampled answer (one-token probe)" in rows
     assert rows["← first token's likeliest alternatives"] == " 91.0%  '{'\n  9.0%  'Hi'"
     assert "call gate: 0.91 ≥ bar 0.87: call" in rows
 
