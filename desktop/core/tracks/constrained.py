@@ -246,18 +246,18 @@ class ConstrainedTools(ProviderWrapper):
 
     async def _greedy_opening(
         self, history: list[Message], options: RequestOptions
-    ) -> float | None:
+    ) -> tuple[float, bool] | None:
         """Where the answer is sampled, whether it opens a call is decided as at temperature
-        0: the odds of a call, where its likeliest first token opens one (the free answer is
-        then greedy up to the call's name), else None (the answer is sampled as asked).
+        0: the odds of a call and whether the likeliest first token opens one (the free
+        answer is then greedy up to the call's name; else it is sampled as asked, and a
+        call it opens all the same is judged by these odds). None where nothing was asked.
         Sampled at the server's 0.8, the bundled model answered a chart request with "Mark
         the x and y axes." and no call (bench/sampled_calls.py). One token of the prompt
         the free answer then finds cached."""
         sampled = options.temperature is None or options.temperature > 0
         if not (self.greedy_opening and sampled and self.features.reports_token_odds):
             return None
-        odds, opens = await self._probe(history, options, phase="opening")
-        return odds if opens else None
+        return await self._probe(history, options, phase="opening")
 
     async def _odds_of_a_call(self, history: list[Message], options: RequestOptions) -> float:
         return (await self._probe(history, options))[0]
@@ -383,7 +383,8 @@ class ConstrainedTools(ProviderWrapper):
             return bool(named) or len(gate.buffer) - gate.released > _NAME_LOOKAHEAD
 
         probed = await self._greedy_opening(history, options)
-        free_options = options if probed is None else replace(options, temperature=0)
+        greedy = probed is not None and probed[1]
+        free_options = replace(options, temperature=0) if greedy else options
         free = relay(self.inner.stream(history, [], free_options), visible, replies, call_named)
         async with aclosing(free) as shown:
             async for event in shown:
@@ -438,7 +439,7 @@ class ConstrainedTools(ProviderWrapper):
             return
         # Only a call that opens the answer is weighed: prose before it shows intent.
         if judged is None and not prose.strip() and self.features.reports_token_odds:
-            odds = await self._odds_of_a_call(history, options) if probed is None else probed
+            odds = await self._odds_of_a_call(history, options) if probed is None else probed[0]
             judged = CallGate(odds, *self.bar_for(messages))
             raw += f"\n[odds of a call: {odds:.2f}]"
         if judged is not None and not judged.passed:

@@ -114,6 +114,27 @@ async def test_a_sampled_answer_whose_greedy_opening_is_prose_stays_sampled() ->
     assert probe.options.phase == "opening" and free.options.temperature == 0.8
 
 
+async def test_a_call_a_sampled_answer_opens_against_its_greedy_opening_is_probed_once() -> None:
+    """The opening's odds judge the call the sampled answer opened anyway: the same prompt
+    is not probed a second time."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    call = '{"name": "search", "arguments": {"query": "q"}}'
+    provider = ScriptedProvider(
+        [Step(odds=[("Mark", 0.6), ("[", 0.4)]), Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
+        constrains_json=True, reports_token_odds=True,
+    )  # fmt: skip
+    track = ConstrainedTools(provider, min_call_odds=0.3, bar_source="calibrated")
+    options = RequestOptions(temperature=0.8, seed=3)
+    events = [e async for e in track.stream([Message.user("q")], [SEARCH], options)]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert [c.name for c in reply.tool_calls] == ["search"]
+    assert reply.gate is not None and reply.gate.odds == 0.4 and reply.gate.passed
+    probe, free, constrained = provider.requests
+    assert probe.options.phase == "opening" and free.options.temperature == 0.8
+    assert constrained.options.phase == "constrained"
+
+
 async def test_no_opening_is_asked_first_at_temperature_0_or_without_odds() -> None:
     from desktop.core.tracks.constrained import ConstrainedTools
 
