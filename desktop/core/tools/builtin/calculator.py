@@ -124,9 +124,10 @@ def describe(value: Fraction) -> dict[str, Any]:
 
 def _as_number(text: str) -> float | str:
     """A JSON number where a float holds exactly this decimal, else the text (a float
-    would turn 1e-1193 into 0.0)."""
+    would turn 1e-1193 into 0.0, and 1e+400 into inf)."""
     number = float(text)
-    return number if Fraction(repr(number)) == Fraction(text) else text
+    exact = math.isfinite(number) and Fraction(repr(number)) == Fraction(text)
+    return number if exact else text
 
 
 def calculate_now(expression: str) -> dict[str, Any]:

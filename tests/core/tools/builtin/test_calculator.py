@@ -88,6 +88,16 @@ async def test_deep_but_valid_expressions_are_computed(expression: str, result: 
     assert (await CALCULATOR.handler({"expression": expression}))["result"] == result
 
 
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [("10**400 + 0.5", "1.00000000000000e+400"), ("-10**400 - 0.5", "-1.00000000000000e+400")],
+)
+async def test_a_decimal_beyond_a_floats_range_is_given_as_text(
+    expression: str, result: str
+) -> None:
+    assert (await CALCULATOR.handler({"expression": expression}))["result"] == result
+
+
 async def test_a_decimal_no_float_can_hold_is_given_as_text() -> None:
     answer = await CALCULATOR.handler({"expression": "(1/3)**2500"})
     # 3**-2500 = 10**-(2500 * log10(3)) = 10**-1192.80314: a float would have said 0.0
