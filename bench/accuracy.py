@@ -25,6 +25,9 @@ on the tools of one half of the set (each question answered by one call, and tha
 arguments, become its tool's example), and measured on the other half; then the halves
 swap. Each half is reported with the bar and track its calibration chose, and the two
 together.
+With `--sampled`, each calibrated half is also asked as the app asks by default (no
+temperature sent: the server's own, 0.3 for the bundled model; the same seed), under the
+same calibration.
 `--requantize TYPE` (e.g. Q3_K_S) first makes a second model from the bundled one with
 llama.cpp's llama-quantize (kept beside it) and measures that.
 Scores with the set's own checker; prints and writes a Markdown table per category:
@@ -73,6 +76,8 @@ CATEGORIES = ["simple", "multiple", "parallel", "parallel_multiple", "irrelevanc
 CONTEXT_SIZE = 8192
 # How each case is asked: greedily, so that a run is a measurement, the same every time.
 ASKED = RequestOptions(temperature=0, seed=7, max_tokens=384)
+# As the app asks where no preset or setting sends a temperature: the server's own sampling.
+SAMPLED = replace(ASKED, temperature=None)
 # An answer that declines: "I'm sorry, but I can't assist with that", "I cannot help ...".
 REFUSAL = re.compile(
     r"\b(I'?m sorry|I am sorry|I apologi[sz]e|I can(?:'|no)t (?:assist|help)|"
@@ -247,6 +252,7 @@ async def run_mode(
     history: int = 0,
     calibration: Calibration | None = None,
     refusals: bool = False,
+    options: RequestOptions = ASKED,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     provider: Provider
@@ -278,7 +284,7 @@ async def run_mode(
             earlier_tools = {t.name: t for t in used if t.name not in own}
             tools = tools + list(earlier_tools.values())
             offered = len(tools)
-        reply, prompt_tokens, seconds = await ask(provider, case, tools, earlier)
+        reply, prompt_tokens, seconds = await ask(provider, case, tools, earlier, options)
         calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
         ok, reason = checker.check(case_with_names, calls)
         known = {t.name: set(t.properties) for t in tools}
@@ -406,16 +412,23 @@ def requantized(model: Path, kind: str) -> Path:
 
 
 async def run_calibrated(
-    url: str, cases: list[dict[str, Any]], checker: Any, distractors: int = 0, history: int = 0
+    url: str,
+    cases: list[dict[str, Any]],
+    checker: Any,
+    distractors: int = 0,
+    history: int = 0,
+    sampled: bool = False,
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Calibrate on one half of the set's tools, measure on the other half, and swap; with
-    `distractors` or `history`, each half is also measured padded or deep, under the same
-    calibration (a person's model is calibrated once, then meets both)."""
+    `distractors`, `history` or `sampled`, each half is also measured padded, deep or at
+    the app's sampling, under the same calibration (a person's model is calibrated once,
+    then meets all of them)."""
     halves = [cases[0::2], cases[1::2]]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     both: dict[str, list[dict[str, Any]]] = defaultdict(list)
     padded: dict[str, list[dict[str, Any]]] = defaultdict(list)
     deep: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    at_sampling: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for measured in (0, 1):
         started = time.perf_counter()
         calibration, answers = await calibrate_on(url, halves[1 - measured])
@@ -446,11 +459,20 @@ async def run_calibrated(
             )  # fmt: skip
             for category, chosen in later.items():
                 deep[category] += chosen
+        if sampled:
+            asked = await run_mode(
+                "calibrated", url, halves[measured], checker, calibration=calibration,
+                options=SAMPLED,
+            )  # fmt: skip
+            for category, chosen in asked.items():
+                at_sampling[category] += chosen
     results["calibrated (both halves)"] = dict(both)
     if distractors:
         results[f"calibrated (both halves) +{distractors} distractors"] = dict(padded)
     if history:
         results[f"calibrated (both halves) after {history} turns"] = dict(deep)
+    if sampled:
+        results["calibrated (both halves) at the app's sampling"] = dict(at_sampling)
     return results
 
 
@@ -468,6 +490,8 @@ async def main() -> None:
                         help="also run each mode after N earlier turns per case")  # fmt: skip
     parser.add_argument("--calibrated", action="store_true",
                         help="add the calibrated mode (calibrated on one half)")  # fmt: skip
+    parser.add_argument("--sampled", action="store_true",
+                        help="also ask each calibrated half at the app's sampling")  # fmt: skip
     parser.add_argument("--requantize", metavar="TYPE",
                         help="the bundled model requantized to TYPE (Q3_K_S)")  # fmt: skip
     args = parser.parse_args()
@@ -495,7 +519,9 @@ async def main() -> None:
         variants += [(0, args.history)] if args.history else []
         for mode in modes:
             if mode == "calibrated":
-                results |= await run_calibrated(url, cases, checker, args.distractors, args.history)
+                results |= await run_calibrated(
+                    url, cases, checker, args.distractors, args.history, args.sampled
+                )
                 continue
             for padding, turns in variants:
                 name = mode + (f" +{padding} distractors" if padding else "")
