@@ -260,13 +260,14 @@ async def run_mode(
         base.capabilities = (await CapabilityCache().capabilities(base)).capabilities
         provider = on_track(base, "auto", calibration)[0]
     else:
-        provider = {
+        by_mode: dict[str, Provider] = {
             "emulated": EmulatedTools(base),
             "constrained": ConstrainedTools(base),
             "ungated": ConstrainedTools(base, min_call_odds=0),
             "native": NativeTools(base),
             "native-raw": base,
-        }[mode]
+        }
+        provider = by_mode[mode]
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     pool = [t for case in cases for t in tools_of(case)[0]]
     for case in cases:
@@ -426,9 +427,17 @@ async def run_calibrated(
     halves = [cases[0::2], cases[1::2]]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     both: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    padded: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    deep: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    at_sampling: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    # Each other way a half is measured: its name over both halves, and how it is asked.
+    variants: list[tuple[str, dict[str, Any]]] = []
+    if distractors:
+        variants.append((f"+{distractors} distractors", {"distractors": distractors}))
+    if history:
+        variants.append((f"after {history} turns", {"history": history, "refusals": True}))
+    if sampled:
+        variants.append(("at the app's sampling", {"options": SAMPLED}))
+    by_variant: dict[str, dict[str, list[dict[str, Any]]]] = {
+        name: defaultdict(list) for name, _ in variants
+    }
     for measured in (0, 1):
         started = time.perf_counter()
         calibration, answers = await calibrate_on(url, halves[1 - measured])
@@ -445,34 +454,15 @@ async def run_calibrated(
         results[name] = rows
         for category, chosen in rows.items():
             both[category] += chosen
-        if distractors:
+        for variant, how in variants:
             more = await run_mode(
-                "calibrated", url, halves[measured], checker, distractors=distractors,
-                calibration=calibration,
-            )  # fmt: skip
+                "calibrated", url, halves[measured], checker, calibration=calibration, **how
+            )
             for category, chosen in more.items():
-                padded[category] += chosen
-        if history:
-            later = await run_mode(
-                "calibrated", url, halves[measured], checker, history=history,
-                calibration=calibration, refusals=True,
-            )  # fmt: skip
-            for category, chosen in later.items():
-                deep[category] += chosen
-        if sampled:
-            asked = await run_mode(
-                "calibrated", url, halves[measured], checker, calibration=calibration,
-                options=SAMPLED,
-            )  # fmt: skip
-            for category, chosen in asked.items():
-                at_sampling[category] += chosen
+                by_variant[variant][category] += chosen
     results["calibrated (both halves)"] = dict(both)
-    if distractors:
-        results[f"calibrated (both halves) +{distractors} distractors"] = dict(padded)
-    if history:
-        results[f"calibrated (both halves) after {history} turns"] = dict(deep)
-    if sampled:
-        results["calibrated (both halves) at the app's sampling"] = dict(at_sampling)
+    for variant, rows_of_both in by_variant.items():
+        results[f"calibrated (both halves) {variant}"] = dict(rows_of_both)
     return results
 
 
