@@ -75,21 +75,29 @@ async def test_calls_are_written_greedily_whatever_the_chats_temperature() -> No
     assert constrained.options.temperature == 0.0
 
 
-async def test_a_sampled_answer_opens_a_call_where_the_greedy_one_would() -> None:
-    """Sampled, the answer may open in prose where the model's likeliest first token opens
-    a call: the opening is asked first, and the free answer is then greedy. The odds that
-    one-token probe read judge the call; none are asked for twice."""
+async def sampled_call(
+    opening: list[tuple[str, float]], bar: float, options: RequestOptions
+) -> tuple[Reply, ScriptedProvider]:
+    """A sampled answer that writes a call, after the one-token probe saw `opening`: the
+    reply, and the provider that holds its requests."""
     from desktop.core.tracks.constrained import ConstrainedTools
 
     call = '{"name": "search", "arguments": {"query": "q"}}'
     provider = ScriptedProvider(
-        [Step(odds=[("[", 0.7), ("Mark", 0.3)]), Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
+        [Step(odds=opening), Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=0.6, bar_source="calibrated")
-    options = RequestOptions(seed=3)  # no temperature: the server's own sampling
+    track = ConstrainedTools(provider, min_call_odds=bar, bar_source="calibrated")
     events = [e async for e in track.stream([Message.user("q")], [SEARCH], options)]
-    reply = next(e for e in events if isinstance(e, Reply))
+    return next(e for e in events if isinstance(e, Reply)), provider
+
+
+async def test_a_sampled_answer_opens_a_call_where_the_greedy_one_would() -> None:
+    """Sampled, the answer may open in prose where the model's likeliest first token opens
+    a call: the opening is asked first, and the free answer is then greedy. The odds that
+    one-token probe read judge the call; none are asked for twice."""
+    options = RequestOptions(seed=3)  # no temperature: the server's own sampling
+    reply, provider = await sampled_call([("[", 0.7), ("Mark", 0.3)], 0.6, options)
     assert [c.name for c in reply.tool_calls] == ["search"] and reply.gate is not None
     assert reply.gate.odds == 0.7 and reply.gate.passed
     probe, free, constrained = provider.requests
@@ -117,17 +125,8 @@ async def test_a_sampled_answer_whose_greedy_opening_is_prose_stays_sampled() ->
 async def test_a_call_a_sampled_answer_opens_against_its_greedy_opening_is_probed_once() -> None:
     """The opening's odds judge the call the sampled answer opened anyway: the same prompt
     is not probed a second time."""
-    from desktop.core.tracks.constrained import ConstrainedTools
-
-    call = '{"name": "search", "arguments": {"query": "q"}}'
-    provider = ScriptedProvider(
-        [Step(odds=[("Mark", 0.6), ("[", 0.4)]), Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
-        constrains_json=True, reports_token_odds=True,
-    )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=0.3, bar_source="calibrated")
     options = RequestOptions(temperature=0.8, seed=3)
-    events = [e async for e in track.stream([Message.user("q")], [SEARCH], options)]
-    reply = next(e for e in events if isinstance(e, Reply))
+    reply, provider = await sampled_call([("Mark", 0.6), ("[", 0.4)], 0.3, options)
     assert [c.name for c in reply.tool_calls] == ["search"]
     assert reply.gate is not None and reply.gate.odds == 0.4 and reply.gate.passed
     probe, free, constrained = provider.requests
