@@ -232,6 +232,7 @@ async def calibrate_on(
         "bench",
         native=base.capabilities.native_tools,
         in_prompt_order=in_prompt_order,
+        examples_in_prompt=False,  # the cases offer their tools without examples
     )
     try:
         calibration = await calibrator.run()

@@ -72,12 +72,19 @@ class Case:
         return bool(self.expected)
 
 
-def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
+def cases_for(
+    tools: Sequence[ToolSpec], seed: int = 0, *, examples_in_prompt: bool = True
+) -> list[Case]:
     """Calibration questions built from `tools`: each example gives a call that is due
     (alone, with other tools beside it, two at once, after earlier turns) and a request no
     offered tool fits (its own tool withheld, first or after earlier turns); chit-chat, a
     near-miss about a tool, and a question the last result answers need no call. Half the
-    cases, at most, are due calls."""
+    cases, at most, are due calls.
+
+    `examples_in_prompt=False`: the questions still come from the examples, but the tools
+    are offered without them, as the turns to be judged will offer them (the bench's BFCL
+    tools: shown other tools' examples, the bundled model was surer of its calls and
+    surer not to call, and its bars did not hold where no example is shown)."""
     rng = random.Random(seed)
     examples = [(tool, example) for tool in tools for example in tool.examples[:2]]
     rng.shuffle(examples)
@@ -156,6 +163,8 @@ def cases_for(tools: Sequence[ToolSpec], seed: int = 0) -> list[Case]:
     quiet_count = min(len(quiet), max(MAX_CASES // 2, MAX_CASES - len(due)))
     chosen = _by_kind(due, MAX_CASES - quiet_count) + _by_kind(quiet, quiet_count)
     rng.shuffle(chosen)
+    if not examples_in_prompt:
+        return [replace(c, tools=tuple(replace(t, examples=()) for t in c.tools)) for c in chosen]
     return chosen
 
 

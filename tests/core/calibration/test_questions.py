@@ -78,3 +78,16 @@ def test_many_questions_share_the_tools_beside_them() -> None:
     quiet = [c for c in cases if not c.due and c.tools]
     tool_blocks = {tuple(t.name for t in c.tools) for c in quiet}
     assert len(quiet) >= 10 and len(tool_blocks) <= -(-ASKED // OFFERED)
+
+
+def test_tools_may_be_offered_without_their_examples_the_questions_alike() -> None:
+    """Where the turns to be judged show no examples (the bench's BFCL tools), the
+    calibration offers the tools as they will be offered: same questions, no examples."""
+    shown = cases_for(TOOLS)
+    bare = cases_for(TOOLS, examples_in_prompt=False)
+    assert any(t.examples for c in shown for t in c.tools)
+    assert not any(t.examples for c in bare for t in c.tools)
+    assert [(c.kind, c.messages, c.expected) for c in bare] == [
+        (c.kind, c.messages, c.expected) for c in shown
+    ]
+    assert [[t.name for t in c.tools] for c in bare] == [[t.name for t in c.tools] for c in shown]
