@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import date
 from functools import partial
+from typing import Any
 
 from desktop.core.calibration.card import METHOD, Calibration, TrackScore
 from desktop.core.calibration.questions import (
@@ -18,11 +19,12 @@ from desktop.core.calibration.questions import (
     cases_for,
 )
 from desktop.core.calibration.scoring import Answer, Bars, answer, opening, score
-from desktop.core.providers.base import Provider
+from desktop.core.messages import Message
+from desktop.core.providers.base import Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.constrained import ConstrainedTools, SecondLook
 from desktop.core.tracks.native import NativeTools
-from desktop.core.tracks.prompt import emulated_history
+from desktop.core.tracks.prompt import emulated_history, split_turns
 
 Progress = Callable[[int, int], None]
 # The native track is chosen over the emulated one (the default) only if it answers this
@@ -46,9 +48,11 @@ class Calibrator:
         native: bool = False,
         progress: Progress | None = None,
         in_prompt_order: bool = True,
+        examples_in_prompt: bool = True,
     ) -> None:
         self.provider = provider
-        self.cases = cases_for(tools)
+        # Without examples in the prompt where the turns judged will show none (see cases_for).
+        self.cases = cases_for(tools, examples_in_prompt=examples_in_prompt)
         self.model = model
         self.native = native
         self.progress = progress or (lambda done, total: None)
@@ -117,7 +121,7 @@ class Calibrator:
                 if not measuring:
                     if judging is None:
                         known = Bars.chosen([opened[id(c)] for c in firsts])
-                        judging = ConstrainedTools(
+                        judging = _SecondLookOnce(
                             self.provider,
                             min_call_odds=known.first,
                             min_arguments_odds=known.arguments,
@@ -175,6 +179,35 @@ class Calibrator:
                 # paused by a chat: ask this question again once the chat is done
             finally:
                 self._current = None
+
+
+class _SecondLookOnce(ConstrainedTools):
+    """The track that reads the questions asked after earlier turns, each turn alone read
+    once: several of them end in the same turn with the same tools ("Thanks! Did it
+    work?" beside one group of tools), whose second look, a calibration's answer at
+    temperature 0, is the same every time (up to 13 s where its calls are written: 3 of
+    the 4 such questions of a BFCL half, 2026-12-03)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._looked: dict[tuple[str, ...], SecondLook | None] = {}
+
+    async def second_look(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        first: str | None = None,
+        *,
+        always_weigh: bool = False,
+    ) -> SecondLook | None:
+        alone = emulated_history(split_turns(messages)[1], tools)
+        asked = (self.second_look_bar(messages), options, first, always_weigh)
+        key = (*(f"{m.role}: {m.text}" for m in alone), repr(asked))
+        if key not in self._looked:
+            looked = super().second_look(messages, tools, options, first, always_weigh=always_weigh)
+            self._looked[key] = await looked
+        return self._looked[key]
 
 
 def _prompt_order(case: Case) -> str:

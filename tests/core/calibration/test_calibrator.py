@@ -207,3 +207,38 @@ async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_
     written = [r for r in model.requests if r.options.phase == "constrained"]
     opened_first = sum(a.called and not a.later for a in calibrator.decided)
     assert len(written) == opened_first > 0
+
+
+async def test_a_turn_alone_shared_by_later_questions_is_looked_at_once() -> None:
+    """Questions after earlier turns that end in the same turn beside the same tools
+    ("Thanks! Did it work?") share its second look: asked once, its answer reused."""
+    from desktop.core.tracks.prompt import emulated_history, split_turns
+
+    model = sure_model()
+    calibrator = Calibrator(model, TOOLS, "m")
+    await calibrator.run()
+    later = [c for c in calibrator.cases if c.kind in LATER_KINDS]
+    alone = [
+        "\n".join(m.text for m in emulated_history(split_turns(list(c.messages))[1], c.tools))
+        for c in later
+    ]
+    assert len(set(alone)) < len(alone)  # some do share their turn alone
+    probes = [
+        "\n".join(m.text for m in r.messages)
+        for r in model.requests
+        if r.options.phase == "call-odds"
+    ]
+    # (A first request's own probe may read the same prompt: an "unfit" question is an
+    # "unfit-later" one's turn alone.)
+    first = {
+        "\n".join(m.text for m in emulated_history(list(c.messages), c.tools))
+        for c in calibrator.cases
+        if c.kind not in LATER_KINDS
+    }
+    looked = [p for p in probes if p in alone and p not in first]
+    assert looked and len(looked) == len(set(looked))
+    shared = [a for a, c in zip(calibrator.decided, calibrator.cases, strict=True) if c in later]
+    by_turn: dict[str, set[float | None]] = {}
+    for answer, turn in zip(shared, alone, strict=True):
+        by_turn.setdefault(turn, set()).add(answer.alone_odds)
+    assert all(len(odds) == 1 for odds in by_turn.values())  # the same look for each
