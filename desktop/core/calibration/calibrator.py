@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import date
 from functools import partial
-from typing import Any
 
 from desktop.core.calibration.card import METHOD, Calibration, TrackScore
 from desktop.core.calibration.questions import (
@@ -121,11 +120,7 @@ class Calibrator:
                 if not measuring:
                     if judging is None:
                         known = Bars.chosen([opened[id(c)] for c in firsts])
-                        judging = _SecondLookOnce(
-                            self.provider,
-                            min_call_odds=known.first,
-                            min_arguments_odds=known.arguments,
-                        )
+                        judging = _SecondLookOnce(self.provider, known)
                     reader = judging
                 read = partial(opening, reader, case, measuring=measuring)
                 opened[id(case)] = await self._ask(read)
@@ -188,8 +183,8 @@ class _SecondLookOnce(ConstrainedTools):
     temperature 0, is the same every time (up to 13 s where its calls are written: 3 of
     the 4 such questions of a BFCL half, 2026-12-03)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, inner: Provider, bars: Bars) -> None:
+        super().__init__(inner, min_call_odds=bars.first, min_arguments_odds=bars.arguments)
         self._looked: dict[tuple[str, ...], SecondLook | None] = {}
 
     async def second_look(
