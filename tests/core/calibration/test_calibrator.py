@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +11,23 @@ import pytest
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.questions import FULL_ANSWERS, LATER_KINDS
 from desktop.core.calibration.store import CalibrationStore
-from desktop.core.messages import ToolCall
+from desktop.core.messages import Message, ToolCall
+from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.prompt import emulated_history, split_turns
 from tests.core.calibration.samples import (
     TOOLS,
     sure_model,
 )
 from tests.support.fakes import Request, ScriptedProvider, Step
+
+
+def text_of(messages: Sequence[Message]) -> str:
+    return "\n".join(m.text for m in messages)
+
+
+def prompt_of(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+    """The prompt the emulated track sends for these messages and tools, as text."""
+    return text_of(emulated_history(list(messages), list(tools)))
 
 
 async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
@@ -171,17 +183,15 @@ def test_the_native_track_must_win_by_more_than_one_answer_and_on_the_calls() ->
 async def test_questions_are_read_in_prompt_order_and_kept_in_their_own() -> None:
     """Each question's prompt shares the longest start with the one before (the server's
     cache reuses it); the answers still line up with the questions."""
-    from desktop.core.tracks.prompt import emulated_history
-
     model = sure_model()
     calibrator = Calibrator(model, TOOLS, "m")
     await calibrator.run()
     free = [r for r in model.requests if r.options.phase is None][: len(calibrator.cases)]
-    read = ["\n".join(m.text for m in r.messages) for r in free]
+    read = [text_of(r.messages) for r in free]
 
     def prompts(later: bool) -> list[str]:
         return [
-            "\n".join(m.text for m in emulated_history(list(c.messages), list(c.tools)))
+            prompt_of(c.messages, c.tools)
             for c in calibrator.cases
             if (c.kind in LATER_KINDS) == later
         ]
@@ -212,29 +222,16 @@ async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_
 async def test_a_turn_alone_shared_by_later_questions_is_looked_at_once() -> None:
     """Questions after earlier turns that end in the same turn beside the same tools
     ("Thanks! Did it work?") share its second look: asked once, its answer reused."""
-    from desktop.core.tracks.prompt import emulated_history, split_turns
-
     model = sure_model()
     calibrator = Calibrator(model, TOOLS, "m")
     await calibrator.run()
     later = [c for c in calibrator.cases if c.kind in LATER_KINDS]
-    alone = [
-        "\n".join(m.text for m in emulated_history(split_turns(list(c.messages))[1], c.tools))
-        for c in later
-    ]
+    alone = [prompt_of(split_turns(list(c.messages))[1], c.tools) for c in later]
     assert len(set(alone)) < len(alone)  # some do share their turn alone
-    probes = [
-        "\n".join(m.text for m in r.messages)
-        for r in model.requests
-        if r.options.phase == "call-odds"
-    ]
+    probes = [text_of(r.messages) for r in model.requests if r.options.phase == "call-odds"]
     # (A first request's own probe may read the same prompt: an "unfit" question is an
     # "unfit-later" one's turn alone.)
-    first = {
-        "\n".join(m.text for m in emulated_history(list(c.messages), c.tools))
-        for c in calibrator.cases
-        if c.kind not in LATER_KINDS
-    }
+    first = {prompt_of(c.messages, c.tools) for c in calibrator.cases if c.kind not in LATER_KINDS}
     looked = [p for p in probes if p in alone and p not in first]
     assert looked and len(looked) == len(set(looked))
     shared = [a for a, c in zip(calibrator.decided, calibrator.cases, strict=True) if c in later]
