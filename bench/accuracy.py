@@ -182,11 +182,8 @@ async def ask(
     return reply, prompt_tokens, time.perf_counter() - started
 
 
-def with_distractors(
-    case: dict[str, Any], tools: list[Tool], pool: list[Tool], count: int
-) -> tuple[list[Tool], dict[str, str]]:
-    """The case's tools plus `count` from other cases (the same ones on every run), then
-    the selection the app would offer for the question; and why each was offered."""
+def padded(case: dict[str, Any], tools: list[Tool], pool: list[Tool], count: int) -> list[Tool]:
+    """The case's tools plus `count` from other cases (the same ones on every run)."""
     own = {t.name for t in tools}
     # Several cases share a tool's name (a toolbox never offers one name twice): the first.
     first: dict[str, Tool] = {}
@@ -194,10 +191,18 @@ def with_distractors(
         first.setdefault(tool.name, tool)
     others = [t for name, t in first.items() if name not in own]
     random.Random(case["id"]).shuffle(others)
-    padded = tools + others[:count]
-    random.Random(f"{case['id']}:order").shuffle(padded)  # the right tools are not first
-    question = question_of(case)
-    offer = offer_for(padded, question, context_size=CONTEXT_SIZE)
+    chosen = tools + others[:count]
+    random.Random(f"{case['id']}:order").shuffle(chosen)  # the right tools are not first
+    return chosen
+
+
+def with_distractors(
+    case: dict[str, Any], tools: list[Tool], pool: list[Tool], count: int
+) -> tuple[list[Tool], dict[str, str]]:
+    """The case's tools padded with `count` from other cases, then the selection the app
+    would offer for the question; and why each was offered."""
+    everything = padded(case, tools, pool, count)
+    offer = offer_for(everything, question_of(case), context_size=CONTEXT_SIZE)
     return offer.tools, offer.reasons
 
 

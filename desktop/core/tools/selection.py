@@ -22,11 +22,13 @@ from desktop.core.tools.toolbox import Tool
 # Offer every tool while the tool prompt stays under both of these.
 MAX_TOOLS = 12
 MAX_CONTEXT_SHARE = 0.25
-# How many tools a selection offers at most, pinned and used ones aside: as many as the
-# calibration offers beside a question, so the gate's bars were measured on such choices
-# (with 40 other tools per BFCL case, 4 kept every expected tool that 6 kept). And how
-# weak a match may be next to the best one (a stray shared word is no reason to offer it).
-SELECTED = 4
+# How many tools a selection offers at most, pinned and used ones aside: the fewest that
+# lose no tool a longer list finds (with 40 other tools per BFCL case, on each half of the
+# set apart, 3 kept every expected tool that 4 and 6 kept, 2 lost 3 more); each tool more
+# is one more near tool for a small model to pick instead. The calibration offers as many
+# beside a question, so the gate's bars are measured on such choices. And how weak a
+# match may be next to the best one (a stray shared word is no reason to offer it).
+SELECTED = 3
 WEAKEST_SHARE = 0.4
 _CHARS_PER_TOKEN = 4  # a rough estimate, enough to compare with a share of the context
 # What is indexed of one tool: a description from an MCP server may be any size.

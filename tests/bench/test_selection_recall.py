@@ -1,0 +1,40 @@
+"""The tool selection's limit is the one its bench argues for: no case a longer list keeps
+is lost (bench/selection_recall.py, no model involved)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from desktop.core.tools.selection import SELECTED
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def recall_bench() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import selection_recall  # type: ignore[import-not-found]  # bench/ is no package
+    finally:
+        sys.path.pop(0)
+    module: ModuleType = selection_recall
+    return module
+
+
+def test_the_limit_keeps_every_case_a_longer_list_keeps_and_one_less_would_not(
+    recall_bench: ModuleType,
+) -> None:
+    cases = recall_bench.read_cases()
+    for half in (cases[0::2], cases[1::2]):
+        kept, offered = recall_bench.recall(half, 40, SELECTED)
+        kept_longer, offered_longer = recall_bench.recall(half, 40, 2 * SELECTED)
+        assert kept == kept_longer and offered < offered_longer
+    # The fewest such: one tool less loses a case on some half.
+    assert any(
+        recall_bench.recall(half, 40, SELECTED - 1)[0] < recall_bench.recall(half, 40, SELECTED)[0]
+        for half in (cases[0::2], cases[1::2])
+    )
