@@ -123,6 +123,21 @@ def tools_of(case: dict[str, Any]) -> tuple[list[Tool], dict[str, str]]:
     return tools, names
 
 
+def expected_tools(case: dict[str, Any]) -> set[str]:
+    """The (safe) names of the tools the case's expected calls use."""
+    return {safe_name(name) for call in case["expected"] for name in call}
+
+
+def tool_pool(cases: list[dict[str, Any]]) -> list[Tool]:
+    """Every tool of these cases: what a case's distractors are drawn from."""
+    return [t for case in cases for t in tools_of(case)[0]]
+
+
+def halves(cases: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The set's two halves (every other case): calibrated on one, measured on the other."""
+    return [cases[0::2], cases[1::2]]
+
+
 def first_values(arguments: dict[str, list[Any]]) -> dict[str, Any]:
     """The first acceptable value of each argument; those that may be left out are."""
     chosen = {}
@@ -275,10 +290,10 @@ async def run_mode(
         }
         provider = by_mode[mode]
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    pool = [t for case in cases for t in tools_of(case)[0]]
+    pool = tool_pool(cases)
     for case in cases:
         tools, names = tools_of(case)
-        expected = [safe_name(name) for call in case["expected"] for name in call]
+        expected = expected_tools(case)
         case_with_names = {**case, "name_map": {**case.get("name_map", {}), **names}}
         offered = len(tools)
         if distractors:
@@ -304,7 +319,7 @@ async def run_mode(
         row = {"id": case["id"], "ok": ok, "reason": reason, "seconds": seconds}
         row |= {"unparseable": unparseable, "cut_off": cut_off, "gated": gated}
         row |= {"hallucinated": hallucinated, "offered": offered}
-        row["kept_expected_tools"] = all(name in {t.name for t in tools} for name in expected)
+        row["kept_expected_tools"] = expected <= {t.name for t in tools}
         if odds := re.search(r"\[odds of a call: ([0-9.]+)\]", raw):
             row["call_odds"] = float(odds.group(1))
         if reply.gate is not None:  # the whole judgement, to study other bars from the record
@@ -430,7 +445,7 @@ async def run_calibrated(
     `distractors`, `history` or `sampled`, each half is also measured padded, deep or at
     the app's sampling, under the same calibration (a person's model is calibrated once,
     then meets all of them)."""
-    halves = [cases[0::2], cases[1::2]]
+    by_half = halves(cases)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     both: dict[str, list[dict[str, Any]]] = defaultdict(list)
     # Each other way a half is measured: its name over both halves, and how it is asked.
@@ -446,13 +461,13 @@ async def run_calibrated(
     }
     for measured in (0, 1):
         started = time.perf_counter()
-        calibration, answers = await calibrate_on(url, halves[1 - measured])
+        calibration, answers = await calibrate_on(url, by_half[1 - measured])
         name = (
             f"calibrated on half {2 - measured} ({calibration.track}, bar {calibration.bar:.2f},"
             f" {calibration.seconds:.0f} s), run on half {measured + 1}"
         )
         rows = await run_mode(
-            "calibrated", url, halves[measured], checker, calibration=calibration, refusals=True
+            "calibrated", url, by_half[measured], checker, calibration=calibration, refusals=True
         )
         print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
         print(json.dumps(calibration.to_dict()), file=sys.stderr)
@@ -462,7 +477,7 @@ async def run_calibrated(
             both[category] += chosen
         for variant, how in variants:
             more = await run_mode(
-                "calibrated", url, halves[measured], checker, calibration=calibration, **how
+                "calibrated", url, by_half[measured], checker, calibration=calibration, **how
             )
             for category, chosen in more.items():
                 by_variant[variant][category] += chosen

@@ -16,7 +16,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from accuracy import DEFAULT_CASES, padded, question_of, read_cases, safe_name, tools_of
+from accuracy import (
+    DEFAULT_CASES,
+    expected_tools,
+    halves,
+    padded,
+    question_of,
+    read_cases,
+    tool_pool,
+    tools_of,
+)
 
 from desktop.core.tools.selection import ToolSelector
 
@@ -24,15 +33,14 @@ from desktop.core.tools.selection import ToolSelector
 def recall(cases: list[dict[str, Any]], distractors: int, limit: int) -> tuple[int, float]:
     """Of these cases, how many were offered all their expected tools, and the mean count
     of tools offered."""
-    pool = [t for case in cases for t in tools_of(case)[0]]
+    pool = tool_pool(cases)
     kept = 0
     offered = 0
     for case in cases:
         tools = padded(case, tools_of(case)[0], pool, distractors)
         offer = ToolSelector(tools).select(question_of(case), limit=limit)
         names = {t.name for t in offer.tools}
-        expected = {safe_name(name) for call in case["expected"] for name in call}
-        kept += expected <= names
+        kept += expected_tools(case) <= names
         offered += len(names)
     return kept, offered / len(cases)
 
@@ -42,12 +50,11 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=40)
     parser.add_argument("--limits", default="1,2,3,4,6,8")
     args = parser.parse_args()
-    cases = read_cases(DEFAULT_CASES)
-    halves = [cases[0::2], cases[1::2]]
+    by_half = halves(read_cases(DEFAULT_CASES))
     print("| at most | half | expected tools all offered | tools offered (mean) |")
     print("| --- | --- | --- | --- |")
     for limit in (int(n) for n in args.limits.split(",")):
-        for number, half in enumerate(halves, 1):
+        for number, half in enumerate(by_half, 1):
             kept, offered = recall(half, args.distractors, limit)
             print(f"| {limit} | {number} | {kept}/{len(half)} | {offered:.2f} |")
 
