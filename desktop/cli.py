@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -17,7 +18,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, TextIO, assert_never
 
-from desktop.cli_models import add_models_parser, models_command
+from desktop.cli_models import add_models_parser, models_command, printable
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
 from desktop.core.errors import LoomchatError, UsageError
@@ -42,7 +43,7 @@ from desktop.core.providers.base import ProviderError, RequestOptions
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
-from desktop.core.storage.paths import data_dir
+from desktop.core.storage.paths import data_dir, make_private
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.mcp import McpServers, load_mcp_config
@@ -83,6 +84,13 @@ def declared_tools(path: Path) -> list[Tool]:
     return tools
 
 
+# A key on the command line is in the process list, which every local user can read.
+API_KEY_HELP = (
+    "bearer token (default: $LOOMCHAT_API_KEY, which is safer: other users of this computer "
+    "can read a command line, not another user's environment)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m desktop",
@@ -114,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int)
     run.add_argument("--num-ctx", type=int, help="context size to ask for (Ollama)")
     run.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
-                     help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
+                     help=API_KEY_HELP)  # fmt: skip
     run.add_argument("prompt")
     calibrate = commands.add_parser(
         "calibrate", help="measure how a model calls tools; print and keep its reliability card"
@@ -131,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--no-save", action="store_true",
                            help="do not keep the result in the data folder")  # fmt: skip
     calibrate.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
-                           help="bearer token (default: $LOOMCHAT_API_KEY)")  # fmt: skip
+                           help=API_KEY_HELP)  # fmt: skip
     add_models_parser(commands)
     return parser
 
@@ -228,6 +236,9 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         if args.tools:
             available = builtin_tools(args.workspace) + servers.tools
             tools += choose_tools(available, args.tools)
+        names = [t.name for t in tools]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise UsageError(f"two tools are named {', '.join(twice)}")
         return await _run(args, tools, cli_approver(args.approve, err), out, err)
     finally:
         await servers.close()
@@ -326,13 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in commands:  # `gui`: desktop/__main__.py opens the window
         parser.error(f"{args.command!r} is not a headless command; run: python -m desktop")
     command = commands[args.command]
+    if args.command != "run":  # they read and write the data folder: the user's alone
+        with contextlib.suppress(OSError):
+            make_private(data_dir())
     try:
         return asyncio.run(command(args, sys.stdout, sys.stderr))
     except UsageError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {printable(str(exc))}\n")
         return 2
     except LoomchatError as exc:  # a backend, the runtime, the data folder: said, exit 1
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {printable(str(exc))}\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")

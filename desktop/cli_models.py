@@ -22,6 +22,15 @@ from desktop.core.models.hub import Hub, HubError, gguf_choices
 from desktop.core.models.library import delete_model, local_models
 from desktop.core.storage.paths import data_dir
 
+# A repo's files named in one error message at most.
+SHOWN_CHOICES = 10
+
+
+def printable(text: str, keep: str = "") -> str:
+    """`text` as a terminal may show it: control characters (a repo id's escape sequences
+    would move the cursor, retitle the window, clear the screen) written as escapes."""
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
 
 def models_dir() -> Path:
     return data_dir() / "models"
@@ -51,7 +60,8 @@ async def models_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> 
             if args.json:
                 out.write(json.dumps([r.__dict__ for r in found]) + "\n")
             for repo in [] if args.json else found:
-                out.write(f"{repo.repo_id}\t{repo.downloads} downloads\t{repo.likes} likes\n")
+                shown = printable(repo.repo_id)
+                out.write(f"{shown}\t{repo.downloads} downloads\t{repo.likes} likes\n")
             return 0
         case "download":
             return await _download(args, out, err)
@@ -67,7 +77,8 @@ async def models_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> 
             for m in [] if args.json else models:
                 h = m.header
                 facts = [h.quant or "?", f"{h.context_length or '?'} ctx", h.problem or ""]
-                out.write(f"{m.name}\t{m.size / 2**20:.0f} MB\t" + "\t".join(facts).rstrip() + "\n")
+                line = f"{m.name}\t{m.size / 2**20:.0f} MB\t" + "\t".join(facts).rstrip()
+                out.write(printable(line, keep="\t") + "\n")
             return 0
         case "delete":
             out.write(f"deleted {delete_model(models_dir(), args.name)}\n")
@@ -80,8 +91,10 @@ async def _download(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     wanted = args.filename
     choice = next((c for c in choices if wanted in [f.name for f in c.files]), None)
     if choice is None:
-        names = ", ".join(c.name for c in choices) or "none"
-        raise HubError(f"{args.repo_id} has no GGUF file {wanted!r}; it has: {names}")
+        names = ", ".join(c.name[:100] for c in choices[:SHOWN_CHOICES]) or "none"
+        if len(choices) > SHOWN_CHOICES:
+            names += f" and {len(choices) - SHOWN_CHOICES} more (models search lists them)"
+        raise HubError(f"{args.repo_id} has no GGUF file {wanted[:200]!r}; it has: {names}")
     path = await download_choice(args.repo_id, choice, models_dir(), on_progress=_bar(err))
     err.write("\n")
     if args.json:

@@ -6,13 +6,15 @@ file is read off the event loop, in a child process that a timeout kills: a host
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.core.errors import LoomchatError
-from desktop.core.messages import CHARS_PER_TOKEN, Image
+from desktop.core.messages import CHARS_PER_TOKEN, Image, fenced
 from desktop.core.tools.images import ImageError, fit_image
-from desktop.core.tools.isolation import run_isolated
+from desktop.core.tools.isolation import WorkerCrashed, run_isolated
 
 READ_TIMEOUT_S = 30.0
 MAX_FILE_BYTES = 64 * 1024 * 1024  # read at all; the text kept is bounded by the context
@@ -35,8 +37,7 @@ class TextAttachment:
 
     def as_prompt(self) -> str:
         """How the model reads it: its name, then its content, fenced."""
-        fence = "````" if "```" in self.text else "```"
-        return f"[Attached file: {self.name}]\n{fence}\n{self.text}\n{fence}"
+        return f"[Attached file: {self.name}]\n{fenced(self.text)}"
 
 
 @dataclass(frozen=True)
@@ -52,18 +53,14 @@ async def read_attachment(path: Path, max_tokens: int) -> Attachment:
     """The file as an attachment; `AttachmentError` saying why not (too big for the
     `max_tokens` the conversation has room for, not readable, not text)."""
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise AttachmentError(f"{path.name} cannot be read ({exc.strerror}).") from None
-    if not path.is_file():
-        raise AttachmentError(f"{path.name} is not a file.")
-    if size > MAX_FILE_BYTES:
-        raise AttachmentError(f"{path.name} is {size // 1024 // 1024} MB: too large to attach.")
-    try:
         found = await asyncio.wait_for(run_isolated(_read, str(path)), READ_TIMEOUT_S)
     except TimeoutError:
         raise AttachmentError(
             f"{path.name} could not be read in {READ_TIMEOUT_S:g} s, so it was left out."
+        ) from None
+    except (WorkerCrashed, MemoryError):
+        raise AttachmentError(
+            f"{path.name} could not be read (it needed too much memory)."
         ) from None
     if isinstance(found, str):  # why not, from the child
         raise AttachmentError(f"{path.name} {found}")
@@ -85,9 +82,22 @@ def image_attachment(name: str, data: bytes) -> ImageAttachment:
 
 
 def _read(path: str) -> Attachment | str:
-    """In the child: the attachment, or why it cannot be one (a plain string)."""
+    """In the child: the attachment, or why it cannot be one (a plain string). Opened
+    without blocking and checked once open: what is read is the file that was opened, at
+    most the cap, whatever was at that name when it was chosen (a FIFO, a file swapped for
+    a larger one)."""
     file = Path(path)
-    data = file.read_bytes()
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return "is not a file."
+        with os.fdopen(fd, "rb") as opened:
+            data = opened.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})."
+    if len(data) > MAX_FILE_BYTES:
+        return f"is over {MAX_FILE_BYTES // 1024 // 1024} MB: too large to attach."
     suffix = file.suffix.lower()
     if suffix in IMAGE_SUFFIXES or data[:8] == b"\x89PNG\r\n\x1a\n" or data[:3] == b"\xff\xd8\xff":
         try:

@@ -19,6 +19,9 @@ class Connection:
     track: str = ""
     capabilities: Capabilities = field(default_factory=Capabilities)
     models: tuple[str, ...] = ()
+    # What the user should know about the tools (an MCP server that failed, a tool left
+    # out and why): said once in the window, printed by the CLI.
+    problems: tuple[str, ...] = ()
 
 
 NOT_CONNECTED = Connection(False, "Not connected yet.")

@@ -8,10 +8,12 @@ LoomchatError
 ├── ProviderError       a backend failed: not running, refused, broke off its answer
 ├── RuntimeSetupError   the built-in runtime cannot start: no llama-server, no model
 ├── DataFolderError     the data folder cannot be used (read-only, damaged, full)
+├── DamagedFile         a data file that cannot be used: not JSON, too large, not a file
 ├── SettingsError       the settings file cannot be read (the defaults are used)
 ├── HubError            Hugging Face cannot be reached, or has no such model
 ├── DownloadError       a download did not finish: cut off, damaged (deleted), no space
 ├── LibraryError        a model file cannot be deleted or imported
+├── GgufError           a model file whose header is not GGUF, or cannot be true
 ├── CatalogueError      the curated model catalogue cannot be read
 ├── PresetError         a preset file cannot be read, or a preset name is taken
 ├── AttachmentError     a file cannot be attached: too large, binary, damaged
@@ -22,8 +24,9 @@ LoomchatError
     ├── McpToolError      an MCP server ran the tool and it failed
     └── WorkerCrashed     the worker process running a tool died
 
-Errors of a value (UsageError, ImageError, WorkspaceError, CalculationError) are also
-ValueErrors, and the tool failures of a process also RuntimeErrors, as before the root.
+Errors of a value (UsageError, DamagedFile, GgufError, ImageError, WorkspaceError,
+CalculationError) are also ValueErrors, and the tool failures of a process also
+RuntimeErrors, as before the root.
 """
 
 from __future__ import annotations

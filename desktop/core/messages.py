@@ -106,6 +106,18 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
+_BACKTICK_RUNS = re.compile(r"`{3,}")
+
+
+def fenced(text: str, info: str = "") -> str:
+    """`text` in a Markdown code fence that nothing inside it can close: one backtick
+    longer than its longest run of three or more. Quoted material (an attached file, a
+    document's passage) thus cannot end its own quotation and pass for the person's words."""
+    longest = max((len(run) for run in _BACKTICK_RUNS.findall(text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:12]
 

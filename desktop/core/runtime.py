@@ -15,6 +15,7 @@ import hashlib
 import importlib.resources
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -64,7 +65,8 @@ PROJECTOR_SUFFIX = ".mmproj.gguf"
 
 def projector_for(model: Path) -> Path:
     """Where the vision projector of `model` is kept (it may not exist)."""
-    return model.with_name(model.name.removesuffix(".gguf") + PROJECTOR_SUFFIX)
+    stem = model.name[:-5] if model.name.lower().endswith(".gguf") else model.name
+    return model.with_name(stem + PROJECTOR_SUFFIX)
 
 
 class RuntimeSetupError(LoomchatError):
@@ -176,6 +178,16 @@ PROMPT_CACHE_VARIABLE = "LLAMA_ARG_CACHE_RAM"
 _LLAMA_CPP_PROMPT_CACHE_MIB = 8192  # llama.cpp's own default, never raised
 
 
+# Names of variables that hold a key, a token or a password (LOOMCHAT_API_KEY, HF_TOKEN,
+# OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, GITHUB_PAT...).
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|(^|_)PAT$|(^|_)AUTH", re.I)
+
+
+def is_secret(variable: str) -> bool:
+    """Whether an environment variable's name says it holds a secret."""
+    return bool(_SECRET.search(variable))
+
+
 def prompt_cache_mib(total_memory: int) -> int:
     """The prompt cache's bound in MiB for a machine with `total_memory` bytes."""
     return min(_LLAMA_CPP_PROMPT_CACHE_MIB, int(total_memory * PROMPT_CACHE_SHARE) >> 20)
@@ -230,11 +242,13 @@ class LlamaServer:
         return [*cmd, *self.extra_args]
 
     def process_environment(self) -> dict[str, str]:
-        """The server's environment: the app's, its prompt cache bounded by this machine's
-        memory (unless the user set a bound), and `environment` over both."""
+        """The server's environment: the app's without its keys and tokens (the server
+        needs none, and a process's environment can be read by its crash reports, its
+        children and, on some systems, other users' tools), its prompt cache bounded by
+        this machine's memory (unless the user set a bound), and `environment` over both."""
         import psutil
 
-        env = dict(os.environ)
+        env = {name: value for name, value in os.environ.items() if not is_secret(name)}
         if PROMPT_CACHE_VARIABLE not in env:
             env[PROMPT_CACHE_VARIABLE] = str(prompt_cache_mib(psutil.virtual_memory().total))
         return env | dict(self.environment)

@@ -129,14 +129,20 @@ class Session:
         active, track = on_track(traced, self.settings.track, self.calibration)  # type: ignore[arg-type]
         self._provider, self._traced, self._active = None, traced, active
         self.connection = Connection(
-            True, f"Connected to {provider.label}.", backend, "", "", track, provider.capabilities
-        )
+            True, f"Connected to {provider.label}.", backend, "", "", track, provider.capabilities,
+            problems=tuple(self.tools.problems),
+        )  # fmt: skip
 
     async def connect(self) -> Connection:
         """Find or start the backend the settings ask for, probe the model, choose the track
         (and start the MCP servers, the first time or when their configuration changed)."""
         if self.tools.mcp_config_started != self.settings.mcp_config:
             await self.start_mcp()
+        connection = await self._connect()
+        self.connection = replace(connection, problems=tuple(self.tools.problems))
+        return self.connection
+
+    async def _connect(self) -> Connection:
         await self._close_provider()
         try:
             provider = await self._open_backend()

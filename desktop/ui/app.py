@@ -6,9 +6,7 @@ import asyncio
 import logging
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Coroutine
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +20,7 @@ from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore, set_aside
 from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.logs import log_handler
 from desktop.core.storage.paths import DataFolderError, check_writable, data_dir, remember_data_dir
 from desktop.core.storage.presets import PRESETS_FILE, PresetBook
 from desktop.core.storage.settings import Settings, SettingsError, load_settings
@@ -129,19 +128,15 @@ def run_on_qt(app: QApplication, main: Coroutine[Any, Any, T]) -> T:
 
 
 def _logging(folder: Path) -> Path | None:
-    """Log to the data folder's logs/, or to the temporary folder where that cannot be
-    written (a read-only data folder is exactly when a log is needed). Returns the file."""
-    for logs in (folder / "logs", Path(tempfile.gettempdir()) / "loomchat-logs"):
-        try:
-            logs.mkdir(parents=True, exist_ok=True)
-            handler = RotatingFileHandler(logs / "loomchat.log", maxBytes=1_000_000, backupCount=3)
-        except OSError:
-            continue
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logging.basicConfig(level=logging.INFO, handlers=[handler])
-        return logs / "loomchat.log"
-    logging.basicConfig(level=logging.INFO)  # stderr, the last resort
-    return None
+    """Log to the data folder's logs/ or a private fallback (`log_handler`); returns the
+    file, or None where only stderr is left."""
+    found = log_handler(folder)
+    if found is None:
+        logging.basicConfig(level=logging.INFO)  # stderr, the last resort
+        return None
+    handler, file = found
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    return file
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
         self._turn_after: int | None = None  # the running turn's messages follow this seq
         self._turn_finished = False
         self.editing: int | None = None  # the message being edited in the composer
+        self._problems_said: tuple[str, ...] = ()  # the tools' problems shown in the chat
         self.setWindowTitle("Loomchat")
         self.resize(1180, 760)
         app = QApplication.instance()
@@ -311,6 +312,10 @@ class MainWindow(QMainWindow):
         runtime = self.session.runtime
         if connection.ok and runtime is not None and runtime.model.parent == self.models_dir:
             mark_used(runtime.model, time.time())  # the manager's "last used"
+        if connection.problems and connection.problems != self._problems_said:
+            for problem in connection.problems:  # once, not at every reconnect
+                self.chat.show_note(problem, "warning")
+        self._problems_said = connection.problems or self._problems_said
         if connection.ok:
             self.pages.setCurrentWidget(self.chat)
         elif connection.message != "Connecting…":
@@ -426,6 +431,8 @@ class MainWindow(QMainWindow):
         page = self.store.messages(self.conversation_id, last=PAGE_SIZE, before_seq=before)
         self._oldest_seq = page[0][0] if page else None
         self.chat.show_messages(page, self._more_before(page), self._branches(page))
+        if damage := self.store.damage_of(self.conversation_id):
+            self.chat.show_note(f"This conversation's history is damaged: {damage}.", "warning")
 
     def _more_before(self, page: list[tuple[int, Message]]) -> bool:
         assert self.conversation_id is not None

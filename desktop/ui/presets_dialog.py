@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.errors import LoomchatError
-from desktop.core.storage.presets import TRACKS, Preset, PresetBook
+from desktop.core.storage.presets import MAX_NAME_CHARS, TRACKS, Preset, PresetBook
 from desktop.ui.accessible import complete, describe
 
 TRACK_NAMES = {"": "The connection's", "emulated": "Emulated", "native": "Native", "auto": "Auto"}
@@ -44,6 +44,7 @@ class PresetsDialog(QDialog):
         describe(self.names, "Your presets; choose one to change it", "Presets")
         self.names.currentTextChanged.connect(self._show)
         self.name = QLineEdit()
+        self.name.setMaxLength(MAX_NAME_CHARS)
         describe(self.name, "The preset's name", "Preset name")
         self.system_prompt = QPlainTextEdit()
         describe(self.system_prompt, "Sent before every conversation that uses this preset",
@@ -204,7 +205,7 @@ class PresetsDialog(QDialog):
             return
         try:
             self.book.save()
-        except OSError as exc:
+        except (OSError, LoomchatError) as exc:
             self.message.setText(f"The presets could not be saved: {exc}")
             return
         super().accept()

@@ -270,3 +270,59 @@ async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:
     chosen = calibration.chosen
     assert chosen.due == sum(c.due for c in calibrator.cases) > 0
     assert chosen.quiet > 0 and chosen.calls > 0 and chosen.tokens_per_call > 0
+
+
+async def test_a_schema_with_its_own_definitions_is_written_under_the_grammar(
+    llama_server: LlamaServer,
+) -> None:
+    """pydantic and FastMCP servers write `$defs` and `$ref`s; under the step's call schema
+    the tool's references still name its own definitions, so the server's grammar takes
+    them and the call is one its schema accepts; the prompt shows the definitions."""
+    from desktop.core.events import TextChunk
+    from desktop.core.tracks.prompt import render_tool
+    from desktop.core.tracks.step_calls import call_schema
+
+    schema = {
+        "type": "object",
+        "$defs": {
+            "Person": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "email": {"type": "string"}},
+                "required": ["name"],
+            }
+        },
+        "properties": {
+            "title": {"type": "string"},
+            "attendees": {"type": "array", "items": {"$ref": "#/$defs/Person"}},
+        },
+        "required": ["title", "attendees"],
+    }
+    meeting = Tool("schedule_meeting", "Schedule a meeting with people", schema, _noop)
+    assert '"name": {"type": "string"}' in render_tool(meeting) and "$ref" not in render_tool(
+        meeting
+    )
+    provider = make_provider("llamacpp", llama_server.base_url)
+    history = emulated_history_for("Schedule a meeting called Review with Ann.", meeting)
+    constrained = RequestOptions(temperature=0, seed=42, max_tokens=200,
+                                 json_schema=call_schema([meeting]))  # fmt: skip
+    text = "".join(
+        [
+            e.text
+            async for e in provider.stream(history, [], constrained)
+            if isinstance(e, TextChunk)
+        ]
+    )
+    await provider.aclose()
+    (call,) = json.loads(text)
+    assert call["name"] == "schedule_meeting"
+    assert Toolbox([meeting]).validate("schedule_meeting", call["arguments"]) is None
+
+
+async def _noop(arguments: dict[str, Any]) -> str:
+    return "ok"
+
+
+def emulated_history_for(question: str, tool: Tool) -> list[Message]:
+    from desktop.core.tracks.prompt import emulated_history
+
+    return emulated_history([Message.user(question)], [tool])

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 COMMIT = "a" * 40
+MISSING = object()  # a field or header the hostile Hub leaves out
 
 
 @dataclass
@@ -26,6 +27,13 @@ class HubFileData:
     cuts_left: int = 1  # how many GETs are cut (then they are served whole)
     stall: bool = False  # send nothing after the headers
     stall_after: int | None = None  # send this many bytes of a GET, then hang
+    # A hostile Hub: what the listing says (MISSING: no "size" at all; any JSON value), a
+    # name of another type, a body that is not the listing's.
+    listed_size: object = None  # None: the content's length
+    listed_name: object = None  # None: the file's own name
+    content_length: object = None  # None: the body's length; MISSING: no header at all
+    endless: bool = False  # after the content, bytes for ever (no Content-Length)
+    ignore_range: bool = False  # always the whole file, with 200
 
     def __post_init__(self) -> None:
         self._real_sha256 = hashlib.sha256(self.content).hexdigest()  # once: files are big
@@ -145,11 +153,15 @@ class FakeHub:
         return found[:limit]
 
     def _info(self, repo_id: str, repo: HubRepoData) -> dict[str, Any]:
-        siblings = [
-            {"rfilename": name, "size": len(f.content), "blobId": "b" * 40,
-             "lfs": {"size": len(f.content), "sha256": f.sha256, "pointerSize": 134}}
-            for name, f in repo.files.items()
-        ]  # fmt: skip
+        siblings = []
+        for name, f in repo.files.items():
+            size = len(f.content) if f.listed_size is None else f.listed_size
+            sibling = {"rfilename": name if f.listed_name is None else f.listed_name,
+                       "size": size, "blobId": "b" * 40,
+                       "lfs": {"size": size, "sha256": f.sha256, "pointerSize": 134}}  # fmt: skip
+            if size is MISSING:
+                del sibling["size"], sibling["lfs"]
+            siblings.append(sibling)
         return {"id": repo_id, "_id": repo_id, "sha": COMMIT, "siblings": siblings,
                 "downloads": repo.downloads, "likes": repo.likes, "tags": ["gguf"]}  # fmt: skip
 
@@ -180,6 +192,8 @@ class FakeHub:
         size = len(file.content)
         start = 0
         status = "200 OK"
+        if file.ignore_range:
+            headers = {k: v for k, v in headers.items() if k != "range"}
         if (wanted := headers.get("range", "")).startswith("bytes="):
             start = int(wanted.removeprefix("bytes=").split("-")[0] or 0)
             status = "206 Partial Content"
@@ -190,14 +204,24 @@ class FakeHub:
         )
         if status.startswith("206"):
             common += f"Content-Range: bytes {start}-{size - 1}/{size}\r\n"
-        head = (
-            f"HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\n{common}"
-            f"Content-Length: {len(body) if method == 'GET' else size}\r\n\r\n"
+        length: object = len(body) if method == "GET" else size
+        if file.content_length is not None:
+            length = file.content_length
+        if file.endless:
+            length = MISSING
+        sized = (
+            f"Content-Length: {length}\r\n" if length is not MISSING else "Connection: close\r\n"
         )
+        head = f"HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\n{common}{sized}\r\n"
         writer.write(head.encode())
         if method == "HEAD":
             await writer.drain()
             return True
+        if file.endless:
+            writer.write(body)
+            while True:  # until the client goes
+                writer.write(b"\0" * 65536)
+                await writer.drain()
         if file.stall:
             await asyncio.sleep(3600)
         if file.stall_after is not None and file.cuts_left > 0:
@@ -213,7 +237,7 @@ class FakeHub:
         for offset in range(0, len(body), 64 * 1024):
             writer.write(body[offset : offset + 64 * 1024])
             await writer.drain()
-        return True
+        return length is not MISSING  # a body without a length ends with the connection
 
 
 def _serve_catalogue(gguf: str, catalogue: str) -> None:

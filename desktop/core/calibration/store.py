@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import jsonschema
 
 from desktop.core.calibration.card import Calibration
+from desktop.core.storage.jsonfile import DamagedFile, read_json, write_json
 
 CALIBRATIONS_FILE = "calibrations.json"  # in the data folder
 
@@ -71,13 +70,16 @@ class CalibrationStore:
     _entries: dict[str, Calibration] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.path is None or not self.path.exists():
+        if self.path is None:
             return
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            raw = read_json(self.path)
             jsonschema.validate(raw, _SCHEMA)
-        except (OSError, ValueError, jsonschema.ValidationError) as exc:
-            self.problem = f"{self.path.name} could not be read ({exc}); calibrating again."
+        except FileNotFoundError:
+            return
+        except (OSError, DamagedFile, jsonschema.ValidationError) as exc:
+            reason = exc.message if isinstance(exc, jsonschema.ValidationError) else exc
+            self.problem = f"{self.path.name} could not be read ({reason}); calibrating again."
             return
         for key, entry in raw["models"].items():
             try:
@@ -85,9 +87,10 @@ class CalibrationStore:
                 calibration = Calibration.from_dict(entry)
                 calibration.chosen  # noqa: B018 (the chosen track must be among the scores)
                 self._entries[key] = calibration
-            except (jsonschema.ValidationError, StopIteration) as exc:
+            except (jsonschema.ValidationError, StopIteration, TypeError, ValueError) as exc:
+                why = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
                 self.problem = (
-                    f"{self.path.name}: {key} could not be read ({exc}); calibrating again."
+                    f"{self.path.name}: {key[:120]} could not be read ({why}); calibrating again."
                 )
 
     def get(self, model: str) -> Calibration | None:
@@ -98,10 +101,7 @@ class CalibrationStore:
         if self.path is None:
             return
         data = {"version": 1, "models": {k: v.to_dict() for k, v in self._entries.items()}}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".tmp")
-        partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        os.replace(partial, self.path)
+        write_json(self.path, data)
 
 
 def model_key(backend: str, model: str, file: Path | None = None) -> str:

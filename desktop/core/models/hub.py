@@ -22,7 +22,7 @@ CONNECT_TIMEOUT_S = 5.0
 OFFLINE = "Hugging Face cannot be reached; choose a model file instead"
 # "Qwen2.5-7B-Instruct-Q4_K_M.gguf", "model.IQ3_XXS.gguf", "x-f16.gguf", "x-BF16-00001-of-00002"
 _QUANT = re.compile(r"(?<![A-Za-z0-9])(I?Q\d(?:_[A-Z0-9]+)*|[FB]F?16|F32|BF16)(?=[-.]|$)", re.I)
-_PART = re.compile(r"^(?P<stem>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})\.gguf$")
+_PART = re.compile(r"^(?P<stem>.+)-(?P<n>\d{5})-of-(?P<total>\d{5})\.gguf$", re.I)
 CARD_MAX_BYTES = 256 * 1024  # a model card's start is enough for its summary
 SUMMARY_CHARS = 360
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -47,7 +47,7 @@ class HubFile:
     """One file of a repo, as the Hub lists it."""
 
     name: str
-    size: int
+    size: int  # 0: the Hub did not say (checked after the download)
     sha256: str | None  # the LFS sha256; None for a small file kept in git
 
 
@@ -114,7 +114,7 @@ def split_part(filename: str) -> int | None:
 
 def gguf_choices(files: list[HubFile]) -> list[GgufChoice]:
     """A repo's GGUF files as choices: split files joined, projectors (mmproj) attached."""
-    ggufs = [f for f in files if f.name.lower().endswith(".gguf")]
+    ggufs = [f for f in files if f.name.lower().endswith(".gguf")]  # download.is_gguf_name
     projectors = [f for f in ggufs if "mmproj" in f.name.lower()]
     projector = min(projectors, key=lambda f: f.size) if projectors else None  # the f16 one
     parts: dict[str, list[HubFile]] = {}
@@ -221,12 +221,27 @@ def _files(endpoint: str | None, repo_id: str) -> list[HubFile] | _Refused:
 
     def ask() -> list[HubFile]:
         info = HfApi(endpoint=endpoint).model_info(repo_id, files_metadata=True)
-        return [
-            HubFile(s.rfilename, int(s.size or 0), s.lfs.sha256 if s.lfs else None)
-            for s in info.siblings or []
-        ]
+        return [file for s in info.siblings or [] if (file := listed_file(s)) is not None]
 
     return _asking(ask)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def listed_file(sibling: Any) -> HubFile | None:
+    """A file as the Hub lists it, its types checked (None: not a file that can be used):
+    a name that is text, a size that is a whole number of bytes (0 where it is missing or
+    impossible: checked after the download), a sha256 that is one."""
+    name = getattr(sibling, "rfilename", None)
+    if not isinstance(name, str) or not name or len(name) > 1000:
+        return None
+    listed = getattr(sibling, "size", None)
+    size = listed if isinstance(listed, int) and not isinstance(listed, bool) else 0
+    lfs = getattr(sibling, "lfs", None)
+    sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
+    valid_sha = isinstance(sha256, str) and _SHA256.fullmatch(sha256) is not None
+    return HubFile(name, max(size, 0), sha256 if valid_sha else None)
 
 
 def _card(endpoint: str | None, repo_id: str) -> ModelCardSummary | _Refused:

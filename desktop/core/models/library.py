@@ -7,8 +7,8 @@ hostile file cannot hang the app)."""
 from __future__ import annotations
 
 import asyncio
-import glob
-import json
+import contextlib
+import math
 import os
 import shutil
 from dataclasses import asdict, dataclass
@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from desktop.core.errors import LoomchatError
-from desktop.core.models.download import PART_SUFFIX
+from desktop.core.models.download import PART_SUFFIX, forget_source, is_gguf_name
+from desktop.core.models.gguf_header import read_gguf_header
 from desktop.core.models.hub import split_part
 from desktop.core.runtime import PROJECTOR_SUFFIX, projector_for
+from desktop.core.storage.jsonfile import DamagedFile, read_json, write_json
 from desktop.core.tools.isolation import run_isolated
 
 INDEX = "index.json"
@@ -60,12 +62,17 @@ class LocalModel:
 def models_in(folder: Path) -> list[Path]:
     """The finished models, newest first: a file each, or the first part of a split one
     (not the other parts, the projectors beside their models, or downloads still going)."""
-    if not folder.is_dir():
+    try:
+        entries = list(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
         return []
     found = [
         p
-        for p in folder.glob("*.gguf")
-        if p.is_file() and not p.name.endswith(PROJECTOR_SUFFIX) and (split_part(p.name) or 1) == 1
+        for p in entries
+        if is_gguf_name(p.name)
+        and not p.name.lower().endswith(PROJECTOR_SUFFIX)
+        and (split_part(p.name) or 1) == 1
+        and p.is_file()
     ]
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
@@ -75,7 +82,7 @@ def companions(model: Path) -> list[Path]:
     siblings = [projector_for(model)]
     if split_part(model.name) == 1:
         stem = model.name.rsplit("-00001-of-", 1)[0]
-        found = model.parent.glob(f"{glob.escape(stem)}-0*-of-*.gguf")
+        found = (p for p in model.parent.iterdir() if p.name.startswith(f"{stem}-"))
         siblings += sorted(p for p in found if split_part(p.name) not in (None, 1))
     return [p for p in siblings if p.is_file()]
 
@@ -88,13 +95,13 @@ async def local_models(folder: Path) -> list[LocalModel]:
         stat = path.stat()
         key = f"{path.name}:{stat.st_size}:{int(stat.st_mtime)}"
         entry = index.get(key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("header"), dict):
-            used = entry.get("last_used") if isinstance(entry, dict) else None
-            entry = {"header": asdict(await read_header(path)), "last_used": used}
-            index[key] = entry
+        used = _last_used(entry)
+        header = _cached_header(entry)
+        if header is None:  # not read yet, or a damaged entry: read (again)
+            header = await read_header(path)
+            index[key] = {"header": asdict(header), "last_used": used}
             changed = True
-        header = ModelHeader(**{k: v for k, v in entry["header"].items() if k in _FIELDS})
-        models.append(LocalModel(path, stat.st_size, header, entry.get("last_used")))
+        models.append(LocalModel(path, stat.st_size, header, used))
     if changed:
         _write_index(folder, index)
     return models
@@ -118,8 +125,8 @@ def mark_used(path: Path, when: float) -> None:
     folder = path.parent
     index = _read_index(folder)
     key = f"{path.name}:{stat.st_size}:{int(stat.st_mtime)}"
-    entry = index.get(key)
-    index[key] = {**(entry if isinstance(entry, dict) else {}), "last_used": when}
+    header = _cached_header(index.get(key))
+    index[key] = {**({"header": asdict(header)} if header else {}), "last_used": when}
     _write_index(folder, index)
 
 
@@ -127,13 +134,18 @@ def delete_model(folder: Path, name: str) -> Path:
     """Delete a model by its name, with its other parts, its projector and what is left of
     their downloads."""
     path = folder / Path(name).name  # a name, never a path elsewhere
-    if path.suffix != ".gguf" or not path.is_file():
-        raise LibraryError(f"There is no model named {name!r} in {folder}.")
-    for file in [path, *companions(path)]:
-        file.unlink()
-        Path(str(file) + PART_SUFFIX).unlink(missing_ok=True)
-    projector_part = Path(str(projector_for(path)) + PART_SUFFIX)
-    projector_part.unlink(missing_ok=True)
+    shown = name if len(name) <= 80 else name[:80] + "…"
+    try:
+        if not is_gguf_name(path.name) or not path.is_file():
+            raise LibraryError(f"There is no model named {shown!r} in {folder}.")
+        for file in [path, *companions(path)]:
+            file.unlink()
+            Path(str(file) + PART_SUFFIX).unlink(missing_ok=True)
+        projector_part = Path(str(projector_for(path)) + PART_SUFFIX)
+        projector_part.unlink(missing_ok=True)
+    except OSError as exc:
+        raise LibraryError(f"{shown} could not be deleted: {exc.strerror or exc}.") from None
+    forget_source(folder, path.name)
     index = _read_index(folder)
     _write_index(folder, {k: v for k, v in index.items() if k.split(":", 1)[0] != path.name})
     return path
@@ -141,7 +153,7 @@ def delete_model(folder: Path, name: str) -> Path:
 
 async def import_model(folder: Path, source: Path) -> Path:
     """Copy a GGUF file from elsewhere into `models/` (off the event loop: it may be GBs)."""
-    if source.suffix.lower() != ".gguf" or not source.is_file():
+    if not is_gguf_name(source.name) or not source.is_file():
         raise LibraryError(f"{source} is not a GGUF model file.")
     target = folder / source.name
     if target.exists():
@@ -158,46 +170,72 @@ async def import_model(folder: Path, source: Path) -> Path:
 
 
 _FIELDS = set(ModelHeader.__dataclass_fields__)
+# What each field of a header kept in the index may hold; anything else is a damaged entry.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str, type(None)),
+    "architecture": (str, type(None)),
+    "quant": (str, type(None)),
+    "context_length": (int, type(None)),
+    "has_chat_template": (bool,),
+    "problem": (str, type(None)),
+}
+
+
+def _cached_header(entry: Any) -> ModelHeader | None:
+    """The header an index entry keeps, or None where it keeps none that can be trusted."""
+    raw = entry.get("header") if isinstance(entry, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    values = {k: v for k, v in raw.items() if k in _FIELDS}
+    for name, value in values.items():
+        wrong_int = name == "context_length" and isinstance(value, bool)
+        if not isinstance(value, _FIELD_TYPES[name]) or wrong_int:
+            return None
+    return ModelHeader(**values)
+
+
+def _last_used(entry: Any) -> float | None:
+    used = entry.get("last_used") if isinstance(entry, dict) else None
+    if isinstance(used, int | float) and not isinstance(used, bool) and math.isfinite(used):
+        return float(used)
+    return None
 
 
 def _header(path: str) -> ModelHeader:
-    """In the child: the header's facts, via gguf's reader."""
+    """In the child: the header's facts, read with every declared size checked."""
     import gguf
 
-    reader = gguf.GGUFReader(path)
+    header = read_gguf_header(Path(path))
 
-    def field(key: str) -> Any:
-        found = reader.get_field(key)
-        return found.contents() if found is not None else None
+    def text(key: str) -> str | None:
+        value = header.values.get(key)
+        return value if isinstance(value, str) and value else None
 
-    architecture = field("general.architecture")
-    file_type = field("general.file_type")
+    architecture = text("general.architecture")
     try:
-        quant = gguf.LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_")
-    except (TypeError, ValueError):
+        quant = gguf.LlamaFileType(int(header.values["general.file_type"])).name
+        quant = quant.removeprefix("MOSTLY_")
+    except (KeyError, TypeError, ValueError, OverflowError):
         quant = None
-    context = field(f"{architecture}.context_length") if architecture else None
+    context = header.values.get(f"{architecture}.context_length") if architecture else None
+    valid_context = isinstance(context, int) and not isinstance(context, bool) and context > 0
     return ModelHeader(
-        name=str(field("general.name")) if field("general.name") else None,
-        architecture=str(architecture) if architecture else None,
+        name=text("general.name"),
+        architecture=architecture,
         quant=quant,
-        context_length=int(context) if context is not None else None,
-        has_chat_template=bool(field("tokenizer.chat_template")),
+        context_length=context if valid_context else None,
+        has_chat_template="tokenizer.chat_template" in header.present,
     )
 
 
 def _read_index(folder: Path) -> dict[str, Any]:
     try:
-        data = json.loads((folder / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(folder / INDEX)
+    except (OSError, DamagedFile):
         return {}  # none yet, or damaged: it is only a cache
     return data if isinstance(data, dict) else {}
 
 
 def _write_index(folder: Path, index: dict[str, Any]) -> None:
-    try:
-        partial = folder / (INDEX + ".tmp")
-        partial.write_text(json.dumps(index, indent=1), encoding="utf-8")
-        os.replace(partial, folder / INDEX)
-    except OSError:
-        pass  # a read-only folder: the headers are read again next time
+    with contextlib.suppress(OSError, ValueError):  # read-only: read again next time
+        write_json(folder / INDEX, index)

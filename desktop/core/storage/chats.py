@@ -65,23 +65,31 @@ ALTER TABLE conversations ADD COLUMN preset TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (conversation_id, parent);
 """,
 }
-# The path from the head to the root: (seq) rows, for a conversation id and its head.
+# The path from the head to the root: (seq) rows, for a conversation id and its head. It
+# takes at most :bound steps (the conversation's message count): parents that loop, which
+# only another program could have written, end there, and show as a seq seen twice.
 _PATH = """
-WITH RECURSIVE path(seq, parent) AS (
-    SELECT seq, parent FROM messages WHERE conversation_id = :c AND seq = :head
+WITH RECURSIVE path(seq, parent, depth) AS (
+    SELECT seq, parent, 1 FROM messages WHERE conversation_id = :c AND seq = :head
     UNION ALL
-    SELECT m.seq, m.parent FROM messages m JOIN path ON m.seq = path.parent
-    WHERE m.conversation_id = :c
+    SELECT m.seq, m.parent, path.depth + 1 FROM messages m JOIN path ON m.seq = path.parent
+    WHERE m.conversation_id = :c AND path.depth < :bound
 )
 """
-# A message and everything below it.
+# A message and everything below it (UNION: each once, so a loop of parents ends).
 _SUBTREE = """
 WITH RECURSIVE below(seq) AS (
     SELECT :seq
-    UNION ALL
+    UNION
     SELECT m.seq FROM messages m JOIN below ON m.parent = below.seq WHERE m.conversation_id = :c
 )
 """
+# The columns each table must have for this code to use it (an older version's file has
+# them after its migration; a newer one's is used as long as it has them).
+_COLUMNS = {
+    "conversations": {"id", "title", "created", "updated", "head", "system_prompt", "preset"},
+    "messages": {"id", "conversation_id", "seq", "role", "text", "body", "created", "parent"},
+}
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class ChatStore:
         the file is damaged (`damaged` set), or it cannot be written."""
         self.path = path
         self._lock = threading.Lock()
+        self.damage: dict[int, str] = {}  # conversation id: what could not be read
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -128,7 +137,7 @@ class ChatStore:
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(SCHEMA)
             self._migrate()
-            self._db.execute("SELECT COUNT(*) FROM conversations").fetchone()
+            self._check_tables()
         except sqlite3.Error as exc:
             self._db.close()
             if getattr(exc, "sqlite_errorname", "") in _DAMAGED:
@@ -141,6 +150,8 @@ class ChatStore:
         """Bring an older database up to SCHEMA_VERSION, each step in one transaction (a
         crash mid-way leaves the old version, whole). A newer one is used as it is."""
         version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version < 0:
+            self._unusable(f"it says it is of version {version}, which no Loomchat wrote")
         for target in range(version + 1, SCHEMA_VERSION + 1):
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -152,6 +163,20 @@ class ChatStore:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _check_tables(self) -> None:
+        """`DataFolderError` unless every table has the columns this code reads."""
+        for table, needed in _COLUMNS.items():
+            found = {str(row[1]) for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if missing := sorted(needed - found):
+                self._unusable(f"its {table} table has no {', '.join(missing)} column")
+        self._db.execute("SELECT COUNT(*) FROM conversations").fetchone()
+
+    def _unusable(self, why: str) -> None:
+        self._db.close()
+        raise DataFolderError(
+            f"The chat history {self.path} is not one Loomchat can use: {why}.", damaged=self.path
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -203,7 +228,7 @@ class ChatStore:
         query += " ORDER BY c.updated DESC, c.id DESC"
         with self._lock:
             rows = self._db.execute(query, params).fetchall()
-        return [ConversationInfo(int(r[0]), str(r[1]), float(r[2]), int(r[3])) for r in rows]
+        return [ConversationInfo(int(r[0]), str(r[1]), _real(r[2]), int(r[3])) for r in rows]
 
     def append(self, conversation_id: int, message: Message) -> int:
         """Store one completed message after the conversation's head, which it becomes;
@@ -244,33 +269,73 @@ class ChatStore:
         (before `before_seq`), which is how a long conversation opens fast and loads the
         rest on scroll."""
         query = (
-            _PATH + "SELECT m.seq, m.body FROM messages m JOIN path ON m.seq = path.seq "
-            "WHERE m.conversation_id = :c"
+            _PATH + "SELECT m.seq, m.body, path.depth FROM messages m "
+            "JOIN path ON m.seq = path.seq WHERE m.conversation_id = :c"
         )
-        params: dict[str, Any] = {"c": conversation_id, "head": self.head(conversation_id)}
+        params = self._path_params(conversation_id)
         if before_seq is not None:
             query += " AND m.seq < :before"
             params["before"] = before_seq
         if last is not None:
-            query = f"SELECT seq, body FROM ({query} ORDER BY m.seq DESC LIMIT :last) ORDER BY seq"
+            query = (
+                f"SELECT seq, body, depth FROM ({query} ORDER BY m.seq DESC LIMIT :last) "
+                "ORDER BY seq"
+            )
             params["last"] = last
         else:
             query += " ORDER BY m.seq"
         with self._lock:
             rows = self._db.execute(query, params).fetchall()
-        return [(int(seq), Message.from_dict(json.loads(body))) for seq, body in rows]
+        return self._readable(conversation_id, rows, params["bound"])
+
+    def _path_params(self, conversation_id: int) -> dict[str, Any]:
+        return {
+            "c": conversation_id,
+            "head": self.head(conversation_id),
+            "bound": self.count(conversation_id) + 1,
+        }
+
+    def _readable(
+        self, conversation_id: int, rows: list[tuple[Any, ...]], bound: int
+    ) -> list[tuple[int, Message]]:
+        """The rows' messages, each seq once, in order; what cannot be read is left out and
+        said in `damage` (another program's rows, a loop of parents)."""
+        found: dict[int, Message] = {}
+        unreadable, looped = 0, False
+        for seq, body, depth in rows:
+            looped = looped or depth >= bound
+            if not isinstance(seq, int) or seq in found:
+                looped = looped or seq in found
+                continue
+            try:
+                found[seq] = Message.from_dict(json.loads(body))
+            except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+                unreadable += 1
+        problems = []
+        if unreadable:
+            problems.append(f"{unreadable} of its messages could not be read and are left out")
+        if looped:
+            problems.append("its messages refer to each other in a loop")
+        if problems:
+            self.damage[conversation_id] = "; ".join(problems)
+        return sorted(found.items())
+
+    def damage_of(self, conversation_id: int) -> str | None:
+        """What was found damaged in the conversation when it was last read (None: nothing)."""
+        return self.damage.get(conversation_id)
 
     def shown_chars(self, conversation_id: int) -> int:
         """The characters of the shown branch's text, counted in the database (a context
         estimate must not parse every message of a long conversation)."""
-        head = self.head(conversation_id)
+        params = self._path_params(conversation_id)
         with self._lock:
             row = self._db.execute(
                 _PATH + "SELECT COALESCE(SUM(LENGTH(m.text)), 0) FROM messages m "
-                "JOIN path ON m.seq = path.seq WHERE m.conversation_id = :c",
-                {"c": conversation_id, "head": head},
+                "JOIN (SELECT DISTINCT seq FROM path) p ON m.seq = p.seq "
+                "WHERE m.conversation_id = :c",
+                params,
             ).fetchone()
-        return int(row[0])
+        return _integer(row[0]) or 0
 
     # --- branches -------------------------------------------------------------------------
 
@@ -280,7 +345,7 @@ class ChatStore:
             row = self._db.execute(
                 "SELECT head FROM conversations WHERE id = ?", (conversation_id,)
             ).fetchone()
-        return int(row[0]) if row is not None and row[0] is not None else None
+        return _integer(row[0]) if row is not None else None
 
     def parent(self, conversation_id: int, seq: int) -> int | None:
         with self._lock:
@@ -290,7 +355,7 @@ class ChatStore:
             ).fetchone()
         if row is None:
             raise KeyError(seq)
-        return int(row[0]) if row[0] is not None else None
+        return _integer(row[0])
 
     def rewind(self, conversation_id: int, seq: int | None) -> None:
         """Make `seq` the head (None: before the first message), so that the next message
@@ -321,7 +386,8 @@ class ChatStore:
             ).fetchall()
         siblings: dict[int, list[int]] = {}
         for seq, sibling in rows:
-            siblings.setdefault(int(seq), []).append(int(sibling))
+            if isinstance(seq, int) and isinstance(sibling, int):
+                siblings.setdefault(seq, []).append(sibling)
         return {
             seq: Branches(found.index(seq), tuple(found))
             for seq, found in siblings.items()
@@ -407,6 +473,16 @@ class ChatStore:
                 arguments = json.dumps(call.arguments, ensure_ascii=False)
                 lines += [f"**Tool call:** `{call.name}({arguments})`", ""]
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _integer(value: Any) -> int | None:
+    """A seq another program may have stored as anything: an int, or None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _real(value: Any) -> float:
+    """A time another program may have stored as text: a number, or 0."""
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def set_aside(path: Path) -> Path:

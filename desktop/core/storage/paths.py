@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -55,6 +56,49 @@ def remember_data_dir(folder: Path) -> bool:
     return True
 
 
+# Chats, settings, keys and logs are the user's alone: the data folder is readable by its
+# owner only (the usual umask would make it readable by every local user).
+PRIVATE_FOLDER = 0o700
+
+
+def make_private(folder: Path) -> None:
+    """Make `folder` (and any missing parent) and keep it readable by its owner only: an
+    existing folder of the user's that others can read is made private again. POSIX only:
+    on Windows a user's profile folders are private already."""
+    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+    if os.name != "posix":
+        return
+    info = folder.stat()
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+        folder.chmod(PRIVATE_FOLDER)
+
+
+def private_temp_folder(name: str) -> Path | None:
+    """A folder of this user's alone in the shared temporary folder (`name-UID`), or None
+    where none can be had safely: another user made one under that name first, or put a
+    link there (a log written through it would land wherever the link points)."""
+    if os.name != "posix":
+        return Path(tempfile.gettempdir()) / name  # per user already
+    folder = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=PRIVATE_FOLDER)
+    try:
+        info = folder.lstat()
+    except OSError:
+        return None
+    mine = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+    if not mine or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+def open_private(path: Path) -> int:
+    """A file descriptor for appending to `path`, made readable by its owner only, never
+    through a link planted at that name."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    return os.open(path, flags, 0o600)
+
+
 def legacy_model_dir() -> Path:
     """Where versions before 0.2 put the bundled model (a lower-case folder of its own)."""
     return Path(platformdirs.user_data_dir("loomchat", appauthor=False)) / "models"
@@ -70,9 +114,10 @@ class DataFolderError(LoomchatError):
 
 
 def check_writable(folder: Path) -> None:
-    """`DataFolderError` unless files can be made in `folder` (made if missing)."""
+    """`DataFolderError` unless files can be made in `folder` (made if missing, and made
+    private: see `make_private`)."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private(folder)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:

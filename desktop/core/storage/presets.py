@@ -1,12 +1,15 @@
 """Presets: a name, a system prompt, a temperature, tools on or off, a track; kept in the
 data folder's `presets.json`, one of them the default for new conversations. A preset
-travels as a JSON file of its own (import, export). A damaged file is set aside for the
-defaults, never a crash."""
+travels as a JSON file of its own (import, export).
+
+The file is read preset by preset: one that breaks the schema is left out, the others are
+used. A file that could not be read whole is set aside under a new name, and said so, so
+that the next save never writes over what the person had."""
 
 from __future__ import annotations
 
 import json
-import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,16 +17,19 @@ from typing import Any
 import jsonschema
 
 from desktop.core.errors import LoomchatError
+from desktop.core.storage.jsonfile import DamagedFile, parse, read_bytes, read_json, write_json
 
 PRESETS_FILE = "presets.json"
 TRACKS = ("", "emulated", "native", "auto")  # "": the connection's own
+MAX_NAME_CHARS = 80
+MAX_PROMPT_CHARS = 100_000
 
 _PRESET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name"],
     "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 80},
-        "system_prompt": {"type": "string", "maxLength": 100_000},
+        "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "system_prompt": {"type": "string", "maxLength": MAX_PROMPT_CHARS},
         "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
         "tools": {"type": "boolean"},
         "track": {"enum": list(TRACKS)},
@@ -37,6 +43,8 @@ _FILE_SCHEMA: dict[str, Any] = {
         "presets": {"type": "array", "items": _PRESET_SCHEMA},
     },
 }
+# A preset file to import is a name and a prompt: a larger one is not read.
+MAX_IMPORT_BYTES = 1_000_000
 
 
 class PresetError(LoomchatError):
@@ -52,12 +60,22 @@ class Preset:
     track: str = ""  # "": the connection's track
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Preset:
-        jsonschema.validate(data, _PRESET_SCHEMA)
+    def from_dict(cls, data: Any) -> Preset:
+        """The preset, or `PresetError` saying which of its values breaks the rules."""
+        _check(data)
         return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _check(data: Any, schema: dict[str, Any] = _PRESET_SCHEMA) -> None:
+    try:
+        jsonschema.validate(data, schema)
+    except jsonschema.ValidationError as exc:
+        where = " ".join(str(p) for p in exc.absolute_path)
+        said = exc.message if len(exc.message) <= 200 else exc.message[:200] + "…"
+        raise PresetError(f"{where}: {said}" if where else said) from None
 
 
 _FIELDS = set(Preset.__dataclass_fields__)
@@ -89,34 +107,55 @@ class PresetBook:
 
     @classmethod
     def load(cls, path: Path) -> PresetBook:
-        if not path.exists():
-            return cls(path=path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            jsonschema.validate(data, _FILE_SCHEMA)
-            presets = [Preset.from_dict(p) for p in data["presets"]]
-        except (OSError, ValueError, jsonschema.ValidationError) as exc:
-            reason = exc.message if isinstance(exc, jsonschema.ValidationError) else exc
-            # The built-in ones meanwhile; the file is only written when the person saves.
-            return cls(path=path, problem=f"The presets in {path} could not be read ({reason}).")
-        book = cls(presets, str(data.get("default") or ""), path)
+            data = read_json(path)
+        except FileNotFoundError:
+            return cls(path=path)
+        except (OSError, DamagedFile) as exc:
+            return cls._set_aside(path, str(exc))
+        if not isinstance(data, dict) or not isinstance(data.get("presets"), list):
+            return cls._set_aside(path, "it holds no list of presets")
+        presets, broken = [], 0
+        for raw in data["presets"]:
+            try:
+                presets.append(Preset.from_dict(raw))
+            except PresetError:
+                broken += 1
+        default = data.get("default")
+        book = cls(presets or list(BUILT_IN), default if isinstance(default, str) else "", path)
         book._dedupe()
         if book.get(book.default) is None:
             book.default = book.presets[0].name if book.presets else ""
+        if broken:
+            kept = _aside(path)
+            book.path = path if kept else None  # not set aside: never saved over
+            book.problem = (
+                f"{broken} of the presets in {path} could not be read and were left out; "
+                f"the file was kept as {kept.name if kept else path.name}."
+            )
+        return book
+
+    @classmethod
+    def _set_aside(cls, path: Path, reason: str) -> PresetBook:
+        """The built-in presets, the unreadable file renamed out of the way of the next save."""
+        kept = _aside(path)
+        where = f"it was kept as {kept.name}" if kept else "it was left as it is"
+        book = cls(path=path if kept else None)  # not set aside: never saved over
+        book.problem = f"The presets in {path} could not be read ({reason}); {where}."
         return book
 
     def copy(self) -> PresetBook:
         return PresetBook(list(self.presets), self.default, self.path)
 
     def save(self) -> None:
+        """Write the presets; `PresetError` (nothing written) if one breaks the schema the
+        file is read with: what is saved can always be loaded again."""
         if self.path is None:
             return
         data = {"version": 1, "default": self.default,
                 "presets": [p.to_dict() for p in self.presets]}  # fmt: skip
-        partial = self.path.with_name(self.path.name + ".tmp")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-        os.replace(partial, self.path)
+        _check(data, _FILE_SCHEMA)
+        write_json(self.path, data)
 
     def get(self, name: str) -> Preset | None:
         return next((p for p in self.presets if p.name == name), None)
@@ -126,7 +165,12 @@ class PresetBook:
         return self.get(self.default)
 
     def put(self, preset: Preset, replacing: str | None = None) -> None:
-        """Add `preset`, or put it in the place of the one named `replacing` (a rename)."""
+        """Add `preset`, or put it in the place of the one named `replacing` (a rename);
+        `PresetError` if it breaks the rules (a name over 80 characters, say)."""
+        try:
+            Preset.from_dict(preset.to_dict())
+        except PresetError as exc:
+            raise PresetError(f"The preset cannot be kept: {exc}.") from None
         at = next(
             (i for i, p in enumerate(self.presets) if p.name == (replacing or preset.name)), None
         )
@@ -154,14 +198,15 @@ class PresetBook:
     def import_file(self, source: Path) -> Preset:
         """Add the preset in `source` (a name already taken gets " (2)", " (3)"...)."""
         try:
-            if source.stat().st_size > 1_000_000:
-                raise PresetError(f"{source.name} is too large to be a preset.")
-            preset = Preset.from_dict(json.loads(source.read_text(encoding="utf-8")))
-        except (OSError, ValueError, jsonschema.ValidationError) as exc:
-            reason = exc.message if isinstance(exc, jsonschema.ValidationError) else exc
-            raise PresetError(
-                f"{source.name} is not a preset Loomchat can read ({reason})."
-            ) from None
+            data = read_bytes(source, MAX_IMPORT_BYTES)
+        except DamagedFile as exc:
+            raise PresetError(f"{source.name} is not a preset Loomchat can read: {exc}.") from None
+        except OSError as exc:
+            raise PresetError(f"{source.name} cannot be read ({exc.strerror or exc}).") from None
+        try:
+            preset = Preset.from_dict(parse(data, source.name))
+        except (DamagedFile, PresetError) as exc:
+            raise PresetError(f"{source.name} is not a preset Loomchat can read ({exc}).") from None
         name, n = preset.name, 2
         while self.get(name) is not None:
             name, n = f"{preset.name} ({n})", n + 1
@@ -175,3 +220,14 @@ class PresetBook:
         for preset in self.presets:
             by_name.setdefault(preset.name, preset)
         self.presets = list(by_name.values())
+
+
+def _aside(path: Path) -> Path | None:
+    """Rename `path` out of the way (presets.json -> presets.json.unreadable-20261204-101500);
+    None if it could not be renamed."""
+    kept = path.with_name(f"{path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        path.replace(kept)
+    except OSError:
+        return None
+    return kept

@@ -5,8 +5,6 @@ API keys are never in this file: they live in the OS keychain (see `keychain.py`
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import jsonschema
 from desktop.core.backend_kind import BACKEND_KINDS
 from desktop.core.errors import LoomchatError
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
+from desktop.core.storage.jsonfile import DamagedFile, read_json, write_json
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -99,13 +98,14 @@ def load_settings(path: Path) -> Settings:
     A file that is not valid raises `SettingsError` saying what is wrong; the caller
     decides (the app keeps the defaults and tells the user, and does not overwrite it).
     """
-    if not path.exists():
-        return Settings()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_json(path)
+    except FileNotFoundError:
+        return Settings()
+    except (OSError, DamagedFile) as exc:
+        raise SettingsError(f"{path} cannot be read: {exc}") from exc
+    try:
         jsonschema.validate(raw, SCHEMA)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise SettingsError(f"{path} is not valid JSON: {exc}") from exc
     except jsonschema.ValidationError as exc:
         where = ".".join(str(p) for p in exc.absolute_path) or "the file"
         raise SettingsError(f"{path}: {where}: {exc.message}") from exc
@@ -117,7 +117,4 @@ def save_settings(settings: Settings, path: Path) -> None:
     """Write to a temporary file and rename it over the old one: never a half-written file."""
     data = asdict(settings)
     jsonschema.validate(data, SCHEMA)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(partial, path)
+    write_json(path, data, indent=2)

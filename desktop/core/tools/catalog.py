@@ -28,6 +28,7 @@ class ToolCatalog:
         self.mcp = McpServers([])
         self.mcp_config_started: str | None = None
         self.mcp_problems: list[str] = []
+        self.name_problems: list[str] = []
         self.dark = False  # charts drawn for a dark window (the window says which)
         self._selector: ToolSelector | None = None  # the index over many tools, kept
 
@@ -38,7 +39,18 @@ class ToolCatalog:
         workspace = Path(settings.workspace).expanduser() if settings.workspace else None
         if workspace is not None and not workspace.is_dir():
             workspace = None
-        self.all = builtin_tools(workspace, self.dark) + self.mcp.tools + self.extra
+        self.all = []
+        self.name_problems = []
+        for tool in builtin_tools(workspace, self.dark) + self.mcp.tools + self.extra:
+            if any(t.name == tool.name for t in self.all):  # the first of a name is kept
+                self.name_problems.append(f"A second tool named {tool.name} was left out.")
+            else:
+                self.all.append(tool)
+
+    @property
+    def problems(self) -> list[str]:
+        """What the user should know about the tools: servers that failed, tools left out."""
+        return [*self.mcp_problems, *self.name_problems]
 
     async def start_mcp(self, settings: Settings) -> list[str]:
         """(Re)start the MCP servers of the settings; returns what went wrong, per server."""

@@ -14,6 +14,10 @@ MAX_BYTES = 4 * 1024 * 1024
 # Larger pictures are refused before they are decoded: a small file can unpack to
 # gigabytes (a "decompression bomb"). 50 megapixels is more than any camera photo here.
 MAX_PIXELS = 50_000_000
+# The only formats untrusted bytes are decoded as, whatever their name says. Pillow would
+# otherwise try every format it knows, PostScript among them, which it hands to the
+# system's Ghostscript: a file named photo.png would run a program.
+RASTER_FORMATS = ("PNG", "JPEG", "GIF", "BMP", "WEBP", "TIFF")
 
 
 class ImageError(ToolError, ValueError):
@@ -29,7 +33,7 @@ def fit_image(data: bytes, max_side: int = MAX_SIDE, max_bytes: int = MAX_BYTES)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Pillow.DecompressionBombWarning)
-            picture = Pillow.open(io.BytesIO(data))
+            picture = Pillow.open(io.BytesIO(data), formats=RASTER_FORMATS)
             width, height = picture.size
             if width * height > MAX_PIXELS:
                 raise ImageError(

@@ -4,7 +4,9 @@ A thread cannot be stopped and CPU-bound work on the event loop freezes the app,
 child process can be killed. On POSIX the children come from a fork server started on
 first use, with the built-in tools' modules already imported: a call costs a fork, not a
 Python start-up. Cancelling the awaiting task (a tool's timeout, the user's Stop) kills
-the child at once.
+the child at once. On Linux a child may also use only so much memory beyond what it
+started with (`MEMORY_BUDGET`): hostile input that declares a huge size (a GGUF array,
+a decompression bomb, `9**9**9`) ends in a `MemoryError` instead of taking the machine's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from typing import Any, TypeVar, cast
 from desktop.core.errors import ToolError
 
 T = TypeVar("T")
+# Memory a child may allocate beyond what it has when it starts (Linux: RLIMIT_DATA, which
+# counts the heap and private mappings, not the files it maps). More than any of its jobs
+# needs: decoding a 50-megapixel image takes 200 MB.
+MEMORY_BUDGET = 1024 * 1024 * 1024
 
 # Imported once in the fork server, so that each child starts with them loaded.
 PRELOAD = [
@@ -51,7 +57,27 @@ def _context() -> ForkServerContext | SpawnContext:
     return multiprocessing.get_context("spawn")
 
 
-def _child(sender: multiprocessing.connection.Connection, function: Any, args: Any) -> None:
+def _limit_memory(budget: int) -> None:
+    """Cap the child's data at what it holds now plus `budget` (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import resource
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            used = next(
+                int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:")
+            )
+        resource.setrlimit(resource.RLIMIT_DATA, (used + budget, used + budget))
+    except (OSError, ValueError, StopIteration):
+        pass  # no /proc, or a limit already lower: the work runs as before
+
+
+def _child(
+    sender: multiprocessing.connection.Connection, function: Any, args: Any, budget: int | None
+) -> None:
+    if budget is not None:
+        _limit_memory(budget)
     try:
         answer: tuple[bool, Any] = (True, function(*args))
     except BaseException as exc:  # everything goes back to the parent, as data
@@ -62,13 +88,16 @@ def _child(sender: multiprocessing.connection.Connection, function: Any, args: A
         sender.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
-async def run_isolated(function: Callable[..., T], *args: Any) -> T:
+async def run_isolated(
+    function: Callable[..., T], *args: Any, memory: int | None = MEMORY_BUDGET
+) -> T:
     """`function(*args)` in a child process; its exception is raised here. Cancelling the
     call kills the child. `function` and its arguments must pickle (a module-level
-    function, plain data)."""
+    function, plain data). `memory`: what the child may allocate beyond its start (None:
+    no bound); past it, the work fails with `MemoryError`."""
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(sender, function, args), daemon=True)
+    process = context.Process(target=_child, args=(sender, function, args, memory), daemon=True)
     try:
         # Starting may wait for the fork server to import its modules: not on the loop.
         await _finish_even_if_cancelled(asyncio.to_thread(process.start))

@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import shutil
+import sys
 from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "required": ["mcpServers"],
 }
 START_TIMEOUT_S = 30.0
+# A tool's name as the model sees it (server prefix included); longer ones are cut.
+MAX_NAME_CHARS = 64
 # How long a running server may take to wind down when asked, before its task is cancelled.
 CLOSE_TIMEOUT_S = 5.0
 log = logging.getLogger(__name__)
@@ -141,6 +144,8 @@ class McpServer:
         self.config = config
         self.tools: list[Tool] = []
         self.error: str | None = None
+        self.warnings: list[str] = []  # tools left out, and why
+        self.prefix = config.prefix  # made unique among the servers by `McpServers`
         self._client: Any = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -170,6 +175,8 @@ class McpServer:
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters
 
+        from desktop.core.tools.mcp_stdio import bounded_stdio
+
         config = self.config
         target: Any
         try:
@@ -178,6 +185,8 @@ class McpServer:
                     target = StdioServerParameters(
                         command=config.command, args=list(config.args), env=config.env or None
                     )
+                    if sys.platform != "win32":  # bounded lines, the server's group killed
+                        target = bounded_stdio(target)
                 elif config.headers:
                     # headers (an API key, say) go on the HTTP client the transport uses
                     import httpx2
@@ -192,7 +201,7 @@ class McpServer:
                 client = await stack.enter_async_context(Client(target, raise_exceptions=True))
                 listing = await client.list_tools()
                 self._client = client
-                self.tools = [self._tool(t) for t in listing.tools]
+                self.tools = self._tools(listing.tools)
                 self._ready.set()
                 await self._stop.wait()
         except Exception as exc:  # any failure of one server: reported, never fatal
@@ -201,8 +210,31 @@ class McpServer:
             self._client = None
             self._ready.set()
 
-    def _tool(self, spec: Any) -> Tool:
+    def _tools(self, listed: list[Any]) -> list[Tool]:
+        """The listed tools that can be offered: each one named apart from the others (a
+        server's "get item" and "get_item" clean to one name: the second is
+        "get_item_2"), and a tool whose name or schema cannot be used left out, with a
+        warning naming it, not the server's other tools with it."""
+        tools: list[Tool] = []
+        taken: set[str] = set()
+        for spec in listed:
+            shown = str(getattr(spec, "name", "?"))[:80]
+            try:
+                tool = self._tool(spec, taken)
+            except (ValueError, TypeError) as exc:
+                reason = str(exc).split(": ", 1)[-1][:300]
+                self.warnings.append(
+                    f"MCP server '{self.config.name}': tool '{shown}' was left out: {reason}"
+                )
+                continue
+            taken.add(tool.name)
+            tools.append(tool)
+        return tools
+
+    def _tool(self, spec: Any, taken: set[str]) -> Tool:
         server_tool = spec.name
+        if not isinstance(server_tool, str) or not server_tool:
+            raise ValueError("it has no name")
 
         async def call(arguments: dict[str, Any]) -> ToolOutput:
             if self._client is None:
@@ -211,8 +243,12 @@ class McpServer:
 
         schema = dict(spec.input_schema or {"type": "object"})
         schema.setdefault("type", "object")
+        name = unique_name(
+            f"{self.prefix}__{re.sub(r'[^A-Za-z0-9_.-]', '_', server_tool)}"[:MAX_NAME_CHARS],
+            taken,
+        )
         return Tool(
-            name=f"{self.config.prefix}__{re.sub(r'[^A-Za-z0-9_.-]', '_', server_tool)}",
+            name=name,
             description=f"[{self.config.name}] {spec.description or server_tool}",
             parameters=schema,
             handler=call,
@@ -233,6 +269,14 @@ class McpServer:
             await asyncio.wait([task], timeout=CLOSE_TIMEOUT_S)
         if task.done() and not task.cancelled():
             task.exception()  # _serve keeps its failures in `error`; nothing left to raise
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`... the first that is not taken."""
+    found, n = name, 2
+    while found in taken:
+        found, n = f"{name}_{n}", n + 1
+    return found
 
 
 def _reason(exc: BaseException) -> str:
@@ -267,18 +311,25 @@ class McpServers:
         self, configs: list[McpServerConfig], start_timeout_s: float = START_TIMEOUT_S
     ) -> None:
         self.servers = [McpServer(c) for c in configs]
+        prefixes: set[str] = set()
+        for server in self.servers:  # "my server" and "my_server" would share their tools' names
+            server.prefix = unique_name(server.prefix, prefixes)
+            prefixes.add(server.prefix)
         self.start_timeout_s = start_timeout_s
         self._library_log: LibraryLog | None = None
 
     async def start(self) -> list[str]:
-        """Start every server; returns the problems (one per server that failed)."""
+        """Start every server; returns the problems: one per server that failed, and one per
+        tool a running server offers that was left out."""
         if self.servers and self._library_log is None:
             self._library_log = LibraryLog()
             library = logging.getLogger("mcp")
             library.addHandler(self._library_log)
             library.propagate = False
         await asyncio.gather(*(s.start(self.start_timeout_s) for s in self.servers))
-        return [s.error for s in self.servers if s.error]
+        return [s.error or "" for s in self.servers if s.error] + [
+            warning for s in self.servers if s.error is None for warning in s.warnings
+        ]
 
     @property
     def tools(self) -> list[Tool]:

@@ -16,10 +16,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import jsonschema
 from jsonschema.exceptions import ValidationError
+from referencing.exceptions import Unresolvable
 
 from desktop.core.messages import Image, ToolCall, without_surrogates
+from desktop.core.schemas import validator
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tools.images import ImageError, fit_image
 from desktop.core.tools.isolation import run_isolated
@@ -243,11 +244,12 @@ def validate_arguments(tool: Tool, arguments: Any) -> str | None:
     unknown = [key for key in arguments if key not in tool.properties]
     if unknown and tool.parameters.get("additionalProperties") is not True:
         problems.extend(f"unknown argument '{key}'" for key in unknown)
-    validator_cls = jsonschema.validators.validator_for(tool.parameters)
-    validator = validator_cls(tool.parameters)
-    errors: Sequence[ValidationError] = sorted(
-        validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)
-    )
+    try:
+        errors: Sequence[ValidationError] = sorted(
+            validator(tool.parameters).iter_errors(arguments), key=lambda e: list(e.absolute_path)
+        )
+    except (Unresolvable, RecursionError) as exc:  # a schema checked when made cannot: still
+        return f"The schema of {tool.name} cannot check this call ({type(exc).__name__})."
     for error in errors:
         if error.validator == "additionalProperties" and unknown:
             continue  # already said, by name

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from desktop.core.messages import Message, Part, TextPart, ToolCall
+from desktop.core.schemas import inlined
 from desktop.core.tool_spec import ToolSpec
 
 TOOL_PROMPT_HEAD = """\
@@ -53,8 +54,13 @@ def properties_for_prompt(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_tool(tool: ToolSpec) -> str:
+    # A reference means nothing to the model: what it names is shown in its place.
+    shown = inlined(tool.parameters, tool.parameters)
+    properties = shown.get("properties") if isinstance(shown, dict) else None
     props = json.dumps(
-        properties_for_prompt(tool.properties), ensure_ascii=False, separators=(", ", ": ")
+        properties_for_prompt(properties if isinstance(properties, dict) else {}),
+        ensure_ascii=False,
+        separators=(", ", ": "),
     )
     lines = [
         f"- {tool.name}: {tool.description}",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from desktop.core.messages import Message, ToolCall, call_fingerprint
+from desktop.core.schemas import relocated
 from desktop.core.tool_spec import ToolSpec
 
 # At most this many calls in one step: bounds what the grammar lets a looping model write.
@@ -88,7 +89,11 @@ def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str
     defs: dict[str, Any] = {
         f"call{i}": {
             "type": "object",
-            "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+            "properties": {
+                "name": {"const": t.name},
+                # Its own references ("#/$defs/Item") name its parts where it now is.
+                "arguments": relocated(t.parameters, f"/$defs/call{i}/properties/arguments"),
+            },
             "required": ["name", "arguments"],
             "additionalProperties": False,
         }

@@ -155,7 +155,7 @@ def test_the_writer_thread_hashes_what_it_writes_and_a_full_disk_is_raised(
 ) -> None:
     import errno
 
-    from desktop.core.models.download import _HashingWriter
+    from desktop.core.models.transfer import HashingWriter as _HashingWriter
 
     path = tmp_path / "x.part"
     with path.open("wb") as out:

@@ -75,7 +75,10 @@ def test_a_damaged_presets_file_gives_the_built_in_ones_and_is_kept(tmp_path: Pa
     book = PresetBook.load(path)
     assert book.problem is not None and "could not be read" in book.problem
     assert book.presets == list(BUILT_IN)
-    assert path.read_text() == '{"presets": [{"name": 5}]}'  # untouched until saved
+    (kept,) = tmp_path.glob("presets.json.unreadable-*")  # set aside, said, never saved over
+    assert kept.read_text() == '{"presets": [{"name": 5}]}' and kept.name in book.problem
+    book.save()
+    assert kept.read_text() == '{"presets": [{"name": 5}]}'
 
 
 def test_a_hand_edited_file_with_twins_and_no_default_still_works(tmp_path: Path) -> None:

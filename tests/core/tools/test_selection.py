@@ -57,7 +57,8 @@ def test_all_tools_are_offered_while_they_fit() -> None:
     offer = offer_for(tools, "anything", context_size=8192)
     assert offer.tools == tools and not offer.selected
     assert needs_selection(MANY, 8192) and len(MANY) > MAX_TOOLS
-    wordy = [tool("big", "word " * 3000)]  # one tool that alone takes a third of 8,192
+    # One tool that alone takes a third of 8,192 (its description is capped: its parameters)
+    wordy = [tool("big", "word", *(f"parameter_number_{i}" for i in range(600)))]
     assert needs_selection(wordy, 8192) and not needs_selection(wordy, 128_000)
 
 
