@@ -250,7 +250,13 @@ async def _run(
     provider = make_provider(
         args.provider, args.url, args.model, api_key=args.api_key, num_ctx=args.num_ctx
     )
-    active, _track, probed = await prepare(provider, args.track, CapabilityCache())
+    # The model's calibration, as the app would use it (kept by `calibrate` or the app).
+    if not provider.model:
+        with contextlib.suppress(ProviderError):
+            provider.model = next(iter(await provider.list_models()), "")
+    calibrations = CalibrationStore(data_dir() / CALIBRATIONS_FILE)
+    calibration = calibrations.get(model_key(args.provider, provider.model))
+    active, _track, probed = await prepare(provider, args.track, CapabilityCache(), calibration)
     if probed.error and args.track != "emulated":
         err.write(f"warning: {probed.error}; using emulated tool calling\n")
     conversation = [Message.system(args.system)] if args.system else []

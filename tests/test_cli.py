@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,10 +37,11 @@ def content(text: str) -> list[bytes]:
     return sse(*chunks)
 
 
-async def run_cli(*args: str) -> tuple[int, str, str]:
+async def run_cli(*args: str, data: Path | None = None) -> tuple[int, str, str]:
+    env = {**os.environ, "LOOMCHAT_DATA_DIR": str(data)} if data is not None else None
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "desktop", "run", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
@@ -74,6 +76,44 @@ async def test_jsonl_events_for_an_emulated_tool_turn(tools_file: Path) -> None:
     first = next(r for r in server.requests if r.method == "POST").json()
     assert "tools" not in first
     assert "get_weather" in first["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("bar", [None, 0.5, 0.95])
+async def test_run_uses_the_models_saved_calibration_and_says_its_bars(
+    tools_file: Path, tmp_path: Path, bar: float | None
+) -> None:
+    """The same answers, the model 0.90 sure of its call: uncalibrated (no bar) and under a
+    bar of 0.5 it is made, and its event names the bar; under a bar of 0.95 (the app's, as
+    `calibrate` kept it) the call gate turns it into a plain answer, as in the app."""
+    from desktop.core.calibration.card import Calibration
+    from desktop.core.calibration.store import CalibrationStore
+
+    if bar is not None:
+        data = json.loads((Path(__file__).parent / "core" / "calibration" / "data" /
+                           "calibrations-two-bars.json").read_text())  # fmt: skip
+        entry = next(iter(data["models"].values()))
+        entry |= {"model": "llamacpp:m", "bar": bar, "later_bar": bar}
+        CalibrationStore(tmp_path / "calibrations.json").put(Calibration.from_dict(entry))
+    call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    async with ReplayServer() as server:
+        server.route("POST", PATH, answers_route(call, "Cold.", "I can't tell.", sure=-0.105))
+        code, out, err = await run_cli(
+            "--provider", "llamacpp", "--url", server.url, "--model", "m",
+            "--tools-file", str(tools_file), "--events", "jsonl", "Weather in Oslo?",
+            data=tmp_path,
+        )  # fmt: skip
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    calls = [e for e in events if e["kind"] == "tool_call"]
+    if bar == 0.95:
+        assert calls == [] and events[-1]["kind"] == "turn_finished"
+        return
+    (made,) = calls
+    if bar is None:
+        assert made["gate"]["bar"] == 0.0 and made["gate"]["source"] == "uncalibrated"
+    else:
+        assert made["gate"]["bar"] == 0.5 and made["gate"]["source"] == "calibrated 2026-12-02"
+    assert 0.89 < made["gate"]["odds"] < 0.91 and made["gate"]["passed"] is True
 
 
 async def test_native_track_sends_tools(tools_file: Path) -> None:
@@ -183,18 +223,18 @@ async def test_koboldcpp_from_the_cli() -> None:
     assert generate["max_length"] == 200
 
 
-def answers_route(*texts: str) -> Any:
+def answers_route(*texts: str, sure: float = -0.01) -> Any:
     """The model's answers in order. The call gate's one-token probe gets the first token
-    of the answer before it with llama.cpp's `logprobs` (a model sure of its call), and a
-    constrained request (the second phase of a call) gets that call, as a list, as a model
-    under the schema would write it."""
+    of the answer before it with llama.cpp's `logprobs` (a model sure of its call: the
+    log-probability `sure`), and a constrained request (the second phase of a call) gets
+    that call, as a list, as a model under the schema would write it."""
     queue = list(texts)
     last: list[str] = []
 
     def route(request: Received) -> Canned:
         body = request.json()
         if body.get("logprobs"):
-            top = [{"token": "{", "logprob": -0.01}, {"token": "The", "logprob": -4.6}]
+            top = [{"token": "{", "logprob": sure}, {"token": "The", "logprob": -4.6}]
             chunk = {"choices": [{"index": 0, "delta": {"content": "{"}, "finish_reason": None,
                                   "logprobs": {"content": [{"token": "{", "logprob": -0.01,
                                                             "top_logprobs": top}]}}]}  # fmt: skip

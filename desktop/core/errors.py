@@ -12,6 +12,7 @@ LoomchatError
 ├── SettingsError       the settings file cannot be read (the defaults are used)
 ├── HubError            Hugging Face cannot be reached, or has no such model
 ├── DownloadError       a download did not finish: cut off, damaged (deleted), no space
+├── _NotTheListedFile   (in a download's child) the server sends more than the Hub lists
 ├── LibraryError        a model file cannot be deleted or imported
 ├── GgufError           a model file whose header is not GGUF, or cannot be true
 ├── CatalogueError      the curated model catalogue cannot be read

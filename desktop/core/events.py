@@ -13,7 +13,7 @@ request within the turn). `event_to_dict` gives the JSON form the CLI prints wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from desktop.core.messages import Image, ToolCall
@@ -134,13 +134,15 @@ class ThinkingDelta:
 
 @dataclass(frozen=True)
 class ToolCallParsed:
-    """The model asked for a tool; validation and dedupe come next."""
+    """The model asked for a tool; validation and dedupe come next. `gate`: how the call
+    gate judged the step's calls (the bars that let them through), where it weighed them."""
 
     step: int
     id: str
     name: str
     arguments: Any
     kind: Literal["tool_call"] = "tool_call"
+    gate: CallGate | None = None
 
 
 RejectionStage = Literal[
@@ -253,5 +255,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         value = getattr(event, f.name)
         if f.name == "images":
             value = [image.summary() for image in value]
+        elif isinstance(value, CallGate):
+            value = {**asdict(value), "passed": value.passed}
         out[f.name] = value
     return out

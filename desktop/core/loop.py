@@ -237,11 +237,11 @@ async def _judge_calls(
     reply: Reply, judge: Judge, toolbox: Toolbox, step: _Step
 ) -> AsyncGenerator[Event, None]:
     """Each call parsed, then judged: the refused get their reason as their result."""
-    kept = [_kept(call, toolbox) for call in reply.tool_calls]
+    kept = [_kept(call, toolbox) for call in judge.dedupe.merged(reply.tool_calls)]
     too_large = {call.id: reason for call, reason in kept if reason is not None}
     step.calls = [call for call, _ in kept]
     for call in step.calls:
-        yield ToolCallParsed(step.number, call.id, call.name, call.arguments)
+        yield ToolCallParsed(step.number, call.id, call.name, call.arguments, gate=reply.gate)
         verdict = await judge.judge(call, too_large.get(call.id))
         if verdict is None:
             step.runnable.append(call)

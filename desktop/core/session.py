@@ -75,6 +75,7 @@ class Session:
         self.cache = CapabilityCache()
         self.runtime: LlamaServer | None = None
         self._supervisor: asyncio.Task[None] | None = None
+        self._connecting = asyncio.Lock()
         self.runtime_log = runtime_log
         self.connection = NOT_CONNECTED
         self._provider: ProbingProvider | None = None
@@ -136,11 +137,12 @@ class Session:
     async def connect(self) -> Connection:
         """Find or start the backend the settings ask for, probe the model, choose the track
         (and start the MCP servers, the first time or when their configuration changed)."""
-        if self.tools.mcp_config_started != self.settings.mcp_config:
-            await self.start_mcp()
-        connection = await self._connect()
-        self.connection = replace(connection, problems=tuple(self.tools.problems))
-        return self.connection
+        async with self._connecting:  # one at a time: each may start the built-in server
+            if self.tools.mcp_config_started != self.settings.mcp_config:
+                await self.start_mcp()
+            connection = await self._connect()
+            self.connection = replace(connection, problems=tuple(self.tools.problems))
+            return self.connection
 
     async def _connect(self) -> Connection:
         await self._close_provider()

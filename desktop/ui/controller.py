@@ -67,6 +67,7 @@ class ChatController(QObject):
         self._task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._calibration: asyncio.Task[None] | None = None
+        self._connecting: asyncio.Task[None] | None = None
         # Calibrate a model on its first turn with tools; off in tests that count requests.
         self.calibrate_on_first_use = True
 
@@ -195,10 +196,15 @@ class ChatController(QObject):
     # --- the connection ---------------------------------------------------------------
 
     def reconnect(self) -> None:
-        """Connect (again) in the background; `connection_changed` tells the result."""
+        """Connect (again) in the background; `connection_changed` tells the result. A
+        connection still being made is given up: the newest settings win, and two of them
+        would each start a server."""
         self.stop()
         self.cancel_calibration()  # it belongs to the model being left
+        if self._connecting is not None:
+            self._connecting.cancel()
         task = asyncio.ensure_future(self._connect())
+        self._connecting = task
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

@@ -20,7 +20,7 @@ def test_field_names_match_the_published_interface() -> None:
     expected = {
         "text_delta": ["step", "text"],
         "thinking_delta": ["step", "text"],
-        "tool_call": ["step", "id", "name", "arguments"],
+        "tool_call": ["step", "id", "name", "arguments", "gate"],  # gate: added, optional
         "tool_rejected": ["step", "name", "arguments", "reason", "stage", "id"],
         "tool_started": ["step", "id", "name"],
         "tool_result": ["step", "id", "name", "content", "images", "duration_ms", "error"],
@@ -43,6 +43,14 @@ def test_tool_result_json_shows_image_type_and_size_not_bytes() -> None:
         "images": [{"mime": "image/png", "size": len(PNG)}], "duration_ms": 12.5, "error": None,
     }  # fmt: skip
     json.dumps(out)
+
+
+def test_a_calls_gate_says_its_bars_in_json() -> None:
+    gate = events.CallGate(0.8, 0.9, "calibrated 2026-12-01", arguments=0.97, arguments_bar=0.95)
+    out = event_to_dict(events.ToolCallParsed(0, "c", "t", {}, gate=gate))
+    assert out["gate"] == {"odds": 0.8, "bar": 0.9, "source": "calibrated 2026-12-01",
+                           "arguments": 0.97, "arguments_bar": 0.95, "passed": True}  # fmt: skip
+    assert event_to_dict(events.ToolCallParsed(0, "c", "t", {}))["gate"] is None
 
 
 def test_every_event_serialises() -> None:

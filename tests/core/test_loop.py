@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -266,6 +267,34 @@ async def test_exact_repeat_is_rejected_and_forces_a_final_answer() -> None:
     provider2, _ = emulated('{"name": "find", "arguments": {"a": 1, "b": 2}}', "ok")
     await turn(provider2, [tool], dedupe=dedupe)
     assert len(search.calls) == 2
+
+
+@pytest.mark.parametrize("switch", ["on", "off for the tool", "off"])
+async def test_the_cooldown_switch_decides_whether_an_exact_repeat_runs(switch: str) -> None:
+    """The reference's MCP_NO_COOLDOWN: "create 3 tickets" with the same arguments. Off
+    (for all, or for the tool), the repeats run, the same call listed twice included, and
+    the limit bounds them; on, the deduplicator refuses them."""
+    tickets = Recorder()
+    tool = Tool("ticket", "d", {"type": "object", "properties": {"t": {}}}, tickets.handle)
+    call = ToolCall("c", "ticket", {"t": "x"})
+    provider = ScriptedProvider(
+        [Step(tool_calls=[replace(call, id="c1"), replace(call, id="c2")]),
+         Step(tool_calls=[replace(call, id="c3")]), "Three tickets."]
+    )  # fmt: skip
+    dedupe = {
+        "on": Deduplicator(),
+        "off for the tool": Deduplicator(cooldown_overrides={"ticket": False}),
+        "off": Deduplicator(cooldown_enabled=False),
+    }[switch]
+    events = await complete_turn(provider, Toolbox([tool]), [Message.user("3 tickets")],
+                                 dedupe=dedupe, settings=LoopSettings(max_tool_calls=5))  # fmt: skip
+    rejected = [e for e in events if isinstance(e, ToolRejected)]
+    if switch == "on":
+        assert len(tickets.calls) == 1  # the list's twin is one call; the next step's refused
+        assert [r.stage for r in rejected] == ["repeat"]
+    else:
+        assert len(tickets.calls) == 3 and rejected == []
+    assert isinstance(events[-1], TurnFinished)
 
 
 async def test_cooldown_rejects_other_arguments_and_the_toggle_lifts_it() -> None:

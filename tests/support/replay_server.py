@@ -26,6 +26,7 @@ class Canned:
     cut: bool = False  # drop the connection after the pieces, without ending the body
     hang: bool = False  # after the pieces, keep the connection open until the client leaves
     reset: bool = False  # after the pieces, reset the connection (TCP RST, not a clean close)
+    silent: bool = False  # close without a word: a kept-alive connection the server dropped
 
     @classmethod
     def json(cls, body: Any, status: int = 200) -> Canned:
@@ -110,6 +111,8 @@ class ReplayServer:
     async def _reply(
         self, canned: Canned, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        if canned.silent:
+            return
         reason = _REASONS.get(canned.status, "Status")
         writer.write(
             f"HTTP/1.1 {canned.status} {reason}\r\nContent-Type: {canned.content_type}\r\n"

@@ -154,3 +154,36 @@ def test_a_send_while_not_connected_fails_with_a_message(controller, qtbot) -> N
     qtbot.waitUntil(lambda: recorder.ends() != [], timeout=5000)
     (failed,) = recorder.ends()
     assert isinstance(failed, TurnFailed) and "Not connected" in failed.message
+
+
+def test_a_new_connection_gives_up_the_one_still_being_made(  # type: ignore[no-untyped-def]
+    qtbot, qloop, tmp_path: Path
+) -> None:
+    """Two reconnects in a row (settings applied twice, a retry pressed): the first,
+    still waiting on a server that does not answer, is given up, so that only the newest
+    settings are connected to (and only one built-in server could be started)."""
+    from desktop.core.connection import Connection
+    from tests.support.replay_server import Canned, ReplayServer
+
+    slow, quick = ReplayServer(), ReplayServer()
+    opened = asyncio.ensure_future(asyncio.gather(slow.__aenter__(), quick.__aenter__()))
+    qtbot.waitUntil(opened.done, timeout=5000)
+    slow.route("GET", "/v1/models", Canned(pieces=[], hang=True))
+    quick.route("GET", "/v1/models", Canned.json({"data": [{"id": "m"}]}))
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(backend="llamacpp", url=slow.url), store, SecretStore(), tools=[])
+    controller = ChatController(session)
+    seen: list[Connection] = []
+    controller.connection_changed.connect(seen.append)
+    controller.reconnect()
+    qtbot.waitUntil(lambda: bool(slow.requests), timeout=5000)
+    session.settings = Settings(backend="llamacpp", url=quick.url)
+    controller.reconnect()
+    qtbot.waitUntil(lambda: not controller.pending, timeout=10000)
+    closed = asyncio.ensure_future(
+        asyncio.gather(session.close(), slow.__aexit__(), quick.__aexit__())
+    )
+    qtbot.waitUntil(closed.done, timeout=10000)
+    store.close()
+    finished = [c for c in seen if c.message != "Connecting…"]
+    assert len(finished) == 1 and finished[0].ok and finished[0].url == quick.url

@@ -112,7 +112,8 @@ def test_the_real_app_waits_on_the_dialog_and_logs_why(tmp_path: Path, kind: str
     process = subprocess.Popen(
         [sys.executable, "-m", "desktop"], env=env, stderr=subprocess.PIPE, text=True
     )
-    log = (folder if kind == "damaged" else tmp_path / "loomchat-logs") / (
+    fallback = tmp_path / f"loomchat-logs-{os.getuid()}"  # the user's own folder
+    log = (folder if kind == "damaged" else fallback) / (
         "logs/loomchat.log" if kind == "damaged" else "loomchat.log"
     )
     deadline = time.monotonic() + 30

@@ -182,3 +182,50 @@ def test_a_model_the_runtime_runs_is_marked_used(
     (found,) = listed.result()
     assert found.last_used is not None
     window.session.runtime = None
+
+
+def test_a_crafted_model_file_is_listed_with_its_problem_at_once(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    """A 60-byte GGUF declaring an array of 2^60 strings, in the Models dialog: listed in
+    seconds beside a real one, as unreadable and why (its reader grew by ~110 MB/s)."""
+    import time
+
+    from tests.core.models.test_library import tiny_gguf
+    from tests.faults.test_crafted_gguf import CRAFTED
+
+    tiny_gguf(tmp_path / "real.gguf")
+    (tmp_path / "crafted.gguf").write_bytes(CRAFTED["2^60 strings in 60 bytes"]())
+    started = time.monotonic()
+    dialog = ModelsDialog(tmp_path, [], hub=Hub("http://127.0.0.1:9"), machine=Machine(GB, GB))
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 2, timeout=20000)
+    assert time.monotonic() - started < 15
+    table = dialog.local_table
+    rows = {table.item(r, 0).text(): table.item(r, 4).text() for r in range(2)}  # type: ignore[union-attr]
+    assert rows["real.gguf"] == "yes"
+    assert rows["crafted.gguf"].startswith("unreadable: not a readable GGUF file")
+
+
+def test_a_hostile_hub_download_ends_in_a_message_and_leaves_nothing(
+    qtbot: Any, qloop: Any, tmp_path: Path
+) -> None:
+    """The catalogue's model, served as 48 MB where the listing says 4 KB: the row says it
+    is not the file listed; no file and no `.part` stay; the app is not offered it."""
+    model = load_catalogue()[0]
+    served = HubFileData(b"GGUF" + bytes(48 * 1024 * 1024), listed_size=4096)
+    server = FakeHub({model.repo: HubRepoData({model.file: served})})
+    entered = asyncio.ensure_future(server.__aenter__())
+    qtbot.waitUntil(entered.done, timeout=5000)
+    dialog = ModelsDialog(
+        tmp_path, [model], hub=Hub(server.url), machine=Machine(64 * GB, 100 * GB)
+    )
+    qtbot.addWidget(dialog)
+    used: list[Path] = []
+    dialog.use_model.connect(used.append)
+    row = dialog.download_catalogue(model)
+    qtbot.waitUntil(lambda: "not the file Hugging Face lists" in row.detail.text(), timeout=30000)
+    assert not row.use.isVisible() and used == []
+    assert not any(p.name.startswith(model.file) for p in tmp_path.iterdir())
+    closed = asyncio.ensure_future(server.__aexit__())
+    qtbot.waitUntil(closed.done, timeout=5000)

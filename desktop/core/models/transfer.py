@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from desktop.core.errors import LoomchatError
+
 # Connections one download may open (each cut costs one); the `.part` is kept when they
 # run out, and the next download goes on from it.
 MAX_CONNECTIONS = 8
@@ -42,7 +44,7 @@ class Failed:
     delete: bool = False
 
 
-class _NotTheListedFile(Exception):
+class _NotTheListedFile(LoomchatError):
     """The server sends something other than the file the Hub lists."""
 
 

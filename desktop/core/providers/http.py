@@ -6,12 +6,12 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, aconnect_sse
+from httpx_sse import EventSource
 
 from desktop.core.backend_kind import BackendKind
 from desktop.core.messages import without_surrogates
@@ -205,9 +205,7 @@ class HttpProvider:
         loading, a server busy with another answer), so it is retried after each delay;
         other HTTP errors raise with the server's own message."""
         for delay in (*retries, None):
-            async with aconnect_sse(
-                self.client, "POST", f"{self.base_url}{path}", json=body
-            ) as source:
+            async with self._opened(path, body) as source:
                 status = source.response.status_code
                 if status != 503 or delay is None:
                     if status >= 400:
@@ -216,6 +214,37 @@ class HttpProvider:
                     yield source  # read with server_events, which checks its content type
                     return
             await asyncio.sleep(delay)
+
+    @asynccontextmanager
+    async def _opened(self, path: str, body: dict[str, Any]) -> AsyncIterator[EventSource]:
+        """The POST's answer as server-sent events (httpx-sse's request headers)."""
+        sse = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        async with self.posted(path, body, sse) as response:
+            yield EventSource(response)
+
+    @asynccontextmanager
+    async def posted(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """A streamed POST's response. A kept-alive connection that the server closed just
+        as the request went out ("Server disconnected without sending a response":
+        llama.cpp closes idle ones after seconds) got no answer, so nothing was done: the
+        request is sent once more, on a new connection."""
+        url = f"{self.base_url}{path}"
+        for attempt in range(2):
+            stack = AsyncExitStack()
+            try:
+                response = await stack.enter_async_context(
+                    self.client.stream("POST", url, json=body, headers=headers)
+                )
+            except httpx.RemoteProtocolError:
+                await stack.aclose()
+                if attempt:
+                    raise
+                continue
+            async with stack:
+                yield response
+            return
 
     async def get_json(self, path: str) -> Any:
         """GET a JSON document for a probe; HTTP errors become `ProviderError`s."""

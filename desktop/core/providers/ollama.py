@@ -150,7 +150,7 @@ class OllamaProvider(HttpProvider):
             yield Notice(self._context_warning(estimate))
         async with (
             plain_failures(self.name, self.base_url),
-            self.client.stream("POST", f"{self.base_url}/api/chat", json=body) as response,
+            self.posted("/api/chat", body) as response,
         ):
             if response.status_code >= 400:
                 await response.aread()

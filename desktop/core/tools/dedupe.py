@@ -1,18 +1,22 @@
 """Rejects repeated tool calls: exact repeats within a turn, and calls during a cooldown.
 
 A call is known by its fingerprint (`messages.call_fingerprint`): `{a:1,b:2}` and
-`{b:2,a:1}` are the same call. Fingerprints reset
-with each turn; cooldowns are time-based and outlive the turn that started them.
+`{b:2,a:1}` are the same call. Fingerprints reset with each turn; cooldowns are
+time-based and outlive the turn that started them.
+
+The user's cooldown switch (global, and per tool) governs both: switched off, a tool's
+exact repeats run too ("create 3 tickets" with the same arguments), bounded by the turn's
+tool-call limit. This is the one place that decides; the tracks and the loop ask it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from desktop.core.messages import call_fingerprint
+from desktop.core.messages import ToolCall, call_fingerprint
 from desktop.core.tools.toolbox import DEFAULT_COOLDOWN_S, Tool
 
 
@@ -48,11 +52,30 @@ class Deduplicator:
     def cooldown_applies(self, tool: Tool) -> bool:
         if tool.cooldown_s is None:
             return False
-        return self.cooldown_overrides.get(tool.name, self.cooldown_enabled)
+        return self.refuses_repeats(tool.name)
+
+    def refuses_repeats(self, tool: str) -> bool:
+        """Whether an exact repeat of a call to `tool` is refused (the switch is on for it)."""
+        return self.cooldown_overrides.get(tool, self.cooldown_enabled)
+
+    def merged(self, calls: Sequence[ToolCall]) -> list[ToolCall]:
+        """One step's calls with the same call written twice in its list kept once, where
+        repeats are refused: a small model made to write a list sometimes writes one call
+        twice in it ("the circle's dimensions" twice); that is one call, not a repeat."""
+        seen: set[str] = set()
+        kept = []
+        for call in calls:
+            key = call_fingerprint(call.name, call.arguments)
+            if key in seen and self.refuses_repeats(call.name):
+                continue
+            seen.add(key)
+            kept.append(call)
+        return kept
 
     def check(self, tool: Tool, arguments: Any) -> Refusal | None:
         """None if the call may run, else why not (the model and the user both see it)."""
-        if call_fingerprint(tool.name, arguments) in self._seen:
+        repeat = call_fingerprint(tool.name, arguments) in self._seen
+        if repeat and self.refuses_repeats(tool.name):
             return Refusal(
                 "repeat",
                 f"Rejected: this exact call to {tool.name} was already made in this turn; "

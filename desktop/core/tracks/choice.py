@@ -31,11 +31,15 @@ class Calibrated(Protocol):
 
 
 async def prepare(
-    provider: ProbingProvider, track: Track, cache: CapabilityCache
+    provider: ProbingProvider,
+    track: Track,
+    cache: CapabilityCache,
+    calibration: Calibrated | None = None,
 ) -> tuple[Provider, Literal["native", "emulated"], ProbeResult]:
-    """Probe (cached), apply the capabilities, and put the provider on its track."""
+    """Probe (cached), apply the capabilities, and put the provider on its track, judged
+    by the model's calibration where it has one."""
     probed = await cache.apply(provider)
-    active, chosen = on_track(provider, track)
+    active, chosen = on_track(provider, track, calibration)
     return active, chosen, probed
 
 

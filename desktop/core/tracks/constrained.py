@@ -33,7 +33,7 @@ from desktop.core.tracks.holdback import VisibleText, relay, strip_thinking
 from desktop.core.tracks.odds import arguments_odds, call_odds
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.prompt import emulated_history, split_turns
-from desktop.core.tracks.step_calls import call_schema, distinct_calls, offered_tool, only_repeats
+from desktop.core.tracks.step_calls import call_schema, offered_tool
 
 # Tokens the constrained phase may use whatever the request's limit: a call cut short
 # cannot run, so a tight limit meant for prose must not cut a call.
@@ -137,8 +137,7 @@ class ConstrainedTools(ProviderWrapper):
     which a model reaching for a tool that does not fit cannot do (see `arguments_odds`).
     Sure enough, the call is made.
 
-    Calls that all repeat calls already run in the turn are no calls: the answer in text
-    is asked for at once (see `only_repeats`).
+    Whether a repeated call may run is the deduplicator's to say, in the loop.
     """
 
     def __init__(
@@ -148,7 +147,6 @@ class ConstrainedTools(ProviderWrapper):
         min_call_odds: float = UNCALIBRATED_BAR,
         bar_source: str = "uncalibrated",
         keep_prefix: bool = True,
-        answer_repeats: bool = True,
         greedy_calls: bool = True,
         greedy_opening: bool = True,
         later_call_odds: float | None = None,
@@ -160,7 +158,6 @@ class ConstrainedTools(ProviderWrapper):
         self.min_arguments_odds = min_arguments_odds
         self.bar_source = bar_source
         self.keep_prefix = keep_prefix  # False only to measure what keeping it saves
-        self.answer_repeats = answer_repeats  # False only to measure what answering saves
         self.greedy_calls = greedy_calls  # False only to measure what sampled calls cost
         self.greedy_opening = greedy_opening  # False only to measure what it changes
 
@@ -478,22 +475,11 @@ class ConstrainedTools(ProviderWrapper):
                 history, tools, options, first, known, weigh=False
             )
             raw += f"\n[constrained]\n{written.raw}"
-        repeats = self.answer_repeats and not written.broken
-        if repeats and only_repeats(written.calls, split_turns(messages)[1]):
-            # Nothing new to run: the answer the loop would ask for next, asked now.
-            raw += "\n[the calls repeat calls already made in this turn]"
-            answer = self._plain_answer(
-                messages, tools, options, keep_tools=True, raw=raw, judged=judged, shown=prose,
-                reason="the call repeats one already made in this turn",
-            )  # fmt: skip
-            async for event in answer:
-                yield event
-            return
         for event in written.passed_on:
             yield event
         yield Reply(
             prose.rstrip(),
-            distinct_calls(written.calls),
+            written.calls,
             written.broken,
             raw=raw,
             finish_reason=written.finish_reason,

@@ -1,5 +1,5 @@
 """What the calls of one step may be: their JSON Schema under the grammar, the offered
-tool a name the model wrote means, and no call twice."""
+tool a name the model wrote means."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from desktop.core.messages import Message, ToolCall, call_fingerprint
 from desktop.core.schemas import relocated
 from desktop.core.tool_spec import ToolSpec
 
@@ -40,37 +39,6 @@ def offered_tool(name: str, tools: Sequence[ToolSpec]) -> str | None:
         return by_plain[plain(name)]
     close = difflib.get_close_matches(plain(name), list(by_plain), n=1, cutoff=_SAME_NAME)
     return by_plain[close[0]] if close else None
-
-
-def distinct_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
-    """The calls with exact repeats left out (same tool, same arguments in any key order):
-    in a list the grammar made it write, a small model sometimes writes one call twice
-    ("the circle's dimensions" twice on the BFCL set); the deduplicator would refuse the
-    second anyway, and the refusal would only confuse the model."""
-    seen: set[str] = set()
-    kept = []
-    for call in calls:
-        key = call_fingerprint(call.name, call.arguments)
-        if key not in seen:
-            seen.add(key)
-            kept.append(call)
-    return kept
-
-
-def only_repeats(calls: Sequence[ToolCall], turn: Sequence[Message]) -> bool:
-    """Whether every call repeats one that already ran in this turn (`turn`: its messages
-    from the user's request on). Right after a result the bundled model writes the call
-    that produced it again (its chart, its calculator call); the deduplicator would refuse
-    it, on a card of its own in the chat, and the model be asked once more."""
-    refused = {m.tool_call_id for m in turn if m.role == "tool" and m.rejected}
-    ran = {
-        call_fingerprint(call.name, call.arguments)
-        for message in turn
-        if message.role == "assistant"
-        for call in message.tool_calls
-        if call.id not in refused
-    }
-    return bool(calls) and all(call_fingerprint(c.name, c.arguments) in ran for c in calls)
 
 
 def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str, Any]:

@@ -58,6 +58,8 @@ def sure_model(
         phase = request.options.phase
         if chat in question and phase is None:
             return "Hello! How can I help?"
+        if request.options.grammar is not None:  # a grammar that forbids a call: words
+            return "Here is what the results say."
         if phase == "call-odds":
             sure = 0.95 if fits else unsure_odds
             return Step(odds=[("{", sure), ("Sure", 1 - sure)])
@@ -69,4 +71,6 @@ def sure_model(
         named = fits[0][0].name if fits else tools[0].name
         return Step(chunks=['{"name": "', f'{named}", "arguments"'], usage=(100, 5))
 
-    return ScriptedProvider([respond] * 5000, constrains_json=True, reports_token_odds=True)
+    return ScriptedProvider(
+        [respond] * 5000, constrains_json=True, reports_token_odds=True, takes_grammar=True
+    )

@@ -379,3 +379,26 @@ async def test_no_token_odds_unless_asked() -> None:
         server.route("POST", PATH, Canned(pieces=sse(delta(content="hi"), finish())))
         await collect(OpenAICompatProvider(server.url))
     assert "logprobs" not in server.requests[0].json()
+
+
+@pytest.mark.parametrize("silences", [1, 2])
+async def test_a_connection_dropped_before_any_answer_is_asked_once_more(silences: int) -> None:
+    """llama.cpp closes an idle kept-alive connection after seconds: a request sent on it as
+    it closes gets no answer at all ("Server disconnected without sending a response"),
+    which failed a chat's first turn now and then. Nothing was done, so it is sent once
+    more; twice in a row is the server's failure, said plainly."""
+    answers = [Canned(silent=True)] * silences + [
+        Canned(pieces=sse(delta(content="Hi."), finish()))
+    ]
+    async with ReplayServer() as server:
+        server.route("POST", PATH, lambda _request: answers.pop(0))
+        provider = OpenAICompatProvider(server.url, "m", name="llama.cpp server")
+        try:
+            if silences == 1:
+                assert text_of(await collect(provider)) == "Hi."
+            else:
+                with pytest.raises(ProviderError, match="broke mid-answer"):
+                    await collect(provider)
+        finally:
+            await provider.aclose()
+    assert len(server.requests) == 2

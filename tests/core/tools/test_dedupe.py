@@ -88,3 +88,28 @@ def test_turning_the_switch_off_lifts_a_running_cooldown() -> None:
     dedupe.record(slow, {"n": 1})
     dedupe.cooldown_enabled = False
     assert dedupe.check(slow, {"n": 2}) is None
+
+
+def test_switched_off_an_exact_repeat_may_run() -> None:
+    """The switch governs repeats too, globally and per tool (the reference's
+    MCP_NO_COOLDOWN: legitimate repeated calls)."""
+    search, tickets = tool(), tool("tickets")
+    for dedupe in (Deduplicator(cooldown_enabled=False),
+                   Deduplicator(cooldown_overrides={"search": False, "tickets": False})):  # fmt: skip
+        for t in (search, tickets):
+            dedupe.record(t, {"q": "x"})
+            assert dedupe.check(t, {"q": "x"}) is None
+    partly = Deduplicator(cooldown_enabled=False, cooldown_overrides={"tickets": True})
+    for t in (search, tickets):
+        partly.record(t, {"q": "x"})
+    assert partly.check(search, {"q": "x"}) is None
+    assert partly.check(tickets, {"q": "x"}) is not None
+
+
+def test_a_call_written_twice_in_one_list_is_one_call_where_repeats_are_refused() -> None:
+    from desktop.core.messages import ToolCall
+
+    calls = [ToolCall("c1", "search", {"q": "x", "n": 2}), ToolCall("c2", "search", {"n": 2, "q": "x"}),
+             ToolCall("c3", "search", {"q": "y"})]  # fmt: skip
+    assert [c.id for c in Deduplicator().merged(calls)] == ["c1", "c3"]
+    assert [c.id for c in Deduplicator(cooldown_enabled=False).merged(calls)] == ["c1", "c2", "c3"]

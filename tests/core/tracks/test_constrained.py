@@ -1,3 +1,5 @@
+import pytest
+
 from desktop.core.events import Reply, TextChunk
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
@@ -377,35 +379,36 @@ async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
     assert NO_TOOLS_HINT in last.messages[-1].text
 
 
-async def test_a_call_that_repeats_one_made_in_the_turn_is_answered_in_text() -> None:
-    """Right after a result the model writes the same call again: nothing runs, no refusal
-    shows in the chat, and the answer the loop would ask for next is asked at once (the
-    tool prompt kept, calls forbidden). The raw output says why."""
+@pytest.mark.parametrize("switch", ["on", "off"])
+async def test_a_call_that_repeats_one_made_in_the_turn_is_the_deduplicators_to_judge(
+    switch: str,
+) -> None:
+    """Right after a result the model writes the same call again. The track passes it on:
+    with the cooldown switch on, the deduplicator refuses it, shown like every verdict,
+    and the model answers in text; switched off, the repeat runs (the limit bounds it)."""
     from desktop.core.loop import run_turn
+    from desktop.core.tools.dedupe import Deduplicator
     from desktop.core.tools.toolbox import Toolbox
-    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR, ConstrainedTools
-    from desktop.core.tracks.prompt import NO_TOOLS_HINT
+    from desktop.core.tracks.constrained import ConstrainedTools
 
     call = '{"name": "search", "arguments": {"query": "q"}}'
-    again = '{"name": "search", "arguments": {"query": "q"}}'
     provider = ScriptedProvider(
         [Step(chunks=[call]), Step(chunks=[f"[{call}]"]),
-         Step(chunks=[again]), Step(chunks=[f"[{again}]"]), "It found 3 notes."],
+         Step(chunks=[call]), Step(chunks=[f"[{call}]"]), "It found 3 notes."],
         constrains_json=True, takes_grammar=True,
     )  # fmt: skip
     conversation = [Message.user("find q")]
-    track = ConstrainedTools(provider)
-    events = [e async for e in run_turn(track, Toolbox([SEARCH]), conversation)]
+    dedupe = Deduplicator(cooldown_enabled=switch == "on")
+    turn = run_turn(ConstrainedTools(provider), Toolbox([SEARCH]), conversation, dedupe=dedupe)
+    events = [e async for e in turn]
     kinds = [e.kind for e in events]
-    assert "tool_rejected" not in kinds and kinds.count("tool_result") == 1
     assert events[-1].kind == "turn_finished" and events[-1].text == "It found 3 notes."
-    first, _, second, _, last = provider.requests
-    assert "[Result of search]" in second.messages[-1].text  # the repeat came after it
-    assert last.messages[0] == first.messages[0]  # the same system prompt, tools and all
-    assert last.options.grammar == NO_CALL_GRAMMAR and last.options.phase == "plain"
-    assert last.options.reason == "the call repeats one already made in this turn"
-    assert NO_TOOLS_HINT in last.messages[-1].text
-    assert conversation[-1] == Message.assistant("It found 3 notes.")
+    if switch == "on":
+        (rejected,) = [e for e in events if e.kind == "tool_rejected"]
+        assert rejected.stage == "repeat" and "already made in this turn" in rejected.reason
+        assert kinds.count("tool_result") == 1
+    else:
+        assert "tool_rejected" not in kinds and kinds.count("tool_result") == 2
 
 
 async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
@@ -609,21 +612,6 @@ async def test_prose_before_a_call_to_no_offered_tool_stays_in_the_answer() -> N
     )
     text, reply = await constrained_run(provider, [SEARCH])
     assert "".join(text) == "Sure! Here is one." == reply.text and reply.tool_calls == []
-
-
-async def test_the_same_call_listed_twice_is_made_once() -> None:
-    """A list the grammar made the model write: an exact repeat (whatever its key order)
-    is one call; the same tool with other arguments is another."""
-    calls = (
-        '[{"name": "search", "arguments": {"query": "q", "limit": 2}},'
-        ' {"name": "search", "arguments": {"limit": 2, "query": "q"}},'
-        ' {"name": "search", "arguments": {"query": "r", "limit": 2}}]'
-    )
-    provider = ScriptedProvider(
-        [Step(chunks=['{"name": "search"']), Step(chunks=[calls])], constrains_json=True
-    )
-    _, reply = await constrained_run(provider, [SEARCH])
-    assert [c.arguments["query"] for c in reply.tool_calls] == ["q", "r"]
 
 
 async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:

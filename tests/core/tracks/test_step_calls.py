@@ -57,28 +57,3 @@ def test_a_name_means_the_offered_tool_it_is_a_separator_case_or_letter_away_fro
         assert offered_tool(written, tools) == meant, written
     for made_up in ["joke", "tell_joke", "The Godfather", "calculate_sin", "", "time"]:
         assert offered_tool(made_up, tools) is None, made_up
-
-
-def test_only_repeats_of_calls_that_ran_in_the_turn_count_as_repeats() -> None:
-    """Same tool, same arguments in any key order, already run in this turn: a repeat. A
-    call that was refused (declined, invalid) did not run, and a new call among the
-    repeats is something to run."""
-    from desktop.core.messages import Message, ToolCall
-    from desktop.core.tracks.step_calls import only_repeats
-
-    ran = ToolCall("c1", "search", {"query": "q", "limit": 2})
-    declined = ToolCall("c2", "search", {"query": "secret"})
-    turn = [
-        Message.user("find q"),
-        Message.assistant("", [ran, declined]),
-        Message.tool("c1", "search", "3 notes"),
-        Message.tool("c2", "search", "The user declined this call.", rejected=True),
-    ]
-    again = ToolCall("c3", "search", {"limit": 2, "query": "q"})
-    assert only_repeats([again], turn)
-    assert only_repeats([again, again], turn)
-    assert not only_repeats([ToolCall("c4", "search", {"query": "secret"})], turn)
-    assert not only_repeats([again, ToolCall("c5", "search", {"query": "r"})], turn)
-    assert not only_repeats([ToolCall("c6", "current_time", {"query": "q", "limit": 2})], turn)
-    assert not only_repeats([], turn)
-    assert not only_repeats([again], [Message.user("find q")])
