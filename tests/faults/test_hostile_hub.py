@@ -164,3 +164,26 @@ async def test_search_results_cannot_write_to_the_terminal(tmp_path: Path) -> No
             del os.environ["HF_ENDPOINT"]
     assert "\x1b" not in out.getvalue() and "\x07" not in out.getvalue()
     assert "evil/" in out.getvalue()
+
+
+async def test_models_commands_say_what_is_wrong_never_a_traceback(tmp_path: Path) -> None:
+    from tests.test_cli_models import models
+
+    many = {f"m-{i:03}-Q4_K_M.gguf": HubFileData(GGUF) for i in range(100)}
+    data = tmp_path / "data"
+    async with hub_of({**many, "UPPER.GGUF": HubFileData(GGUF)}) as hub:
+        code, _, err = await models(data, hub.url, "download", REPO, "x" * 300 + ".gguf")
+        assert code == 1 and len(err) < 2000 and "and 91 more" in err  # one short line
+        code, out, err = await models(data, hub.url, "download", REPO, "UPPER.GGUF")
+        assert code == 0, err
+        code, out, _ = await models(data, hub.url, "list")
+        assert out.startswith("UPPER.GGUF\t")  # one rule for the suffix, whatever its case
+        code, _, err = await models(data, hub.url, "delete", "y" * 300 + ".gguf")
+        assert code == 1 and "Traceback" not in err and "There is no model named" in err
+        code, _, _ = await models(data, hub.url, "delete", "UPPER.GGUF")
+        assert code == 0 and not (data / "models" / "UPPER.GGUF").exists()
+        blocked = tmp_path / "blocked"
+        blocked.mkdir()
+        (blocked / "models").write_text("a file where the folder should be")
+        code, _, err = await models(blocked, hub.url, "download", REPO, "UPPER.GGUF")
+        assert code == 1 and "cannot be written" in err and "Traceback" not in err

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from desktop.core.errors import LoomchatError
-from desktop.core.models.download import PART_SUFFIX, forget_source, is_gguf_name
+from desktop.core.models.download import (
+    MAX_NAME_BYTES,
+    PART_SUFFIX,
+    forget_source,
+    is_gguf_name,
+)
 from desktop.core.models.gguf_header import read_gguf_header
 from desktop.core.models.hub import split_part
 from desktop.core.runtime import PROJECTOR_SUFFIX, projector_for
@@ -136,7 +141,8 @@ def delete_model(folder: Path, name: str) -> Path:
     path = folder / Path(name).name  # a name, never a path elsewhere
     shown = name if len(name) <= 80 else name[:80] + "…"
     try:
-        if not is_gguf_name(path.name) or not path.is_file():
+        too_long = len(path.name.encode("utf-8", "replace")) > MAX_NAME_BYTES
+        if too_long or not is_gguf_name(path.name) or not path.is_file():
             raise LibraryError(f"There is no model named {shown!r} in {folder}.")
         for file in [path, *companions(path)]:
             file.unlink()
