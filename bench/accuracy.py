@@ -284,7 +284,7 @@ async def run_mode(
         by_mode: dict[str, Provider] = {
             "emulated": EmulatedTools(base),
             "constrained": ConstrainedTools(base),
-            "ungated": ConstrainedTools(base, min_call_odds=0),
+            "ungated": ConstrainedTools(base),  # no bars: the model's own choice
             "native": NativeTools(base),
             "native-raw": base,
         }
@@ -312,7 +312,8 @@ async def run_mode(
         known = {t.name: set(t.properties) for t in tools}
         hallucinated = any(set(c.arguments) - known.get(c.name, set()) for c in reply.tool_calls)
         raw = reply.raw or ""
-        gated = "[plain]" in raw  # the call gate found the model unsure: it answered in text
+        record = reply.record
+        gated = record is not None and record.verdict == "plain"  # answered in text instead
         cut_off = reply.finish_reason == "length" and bool(reply.broken_calls)
         attempted = ('"name"' in raw or "<tool_call>" in raw) and not gated
         unparseable = not cut_off and (bool(reply.broken_calls) or (attempted and not calls))
@@ -320,8 +321,8 @@ async def run_mode(
         row |= {"unparseable": unparseable, "cut_off": cut_off, "gated": gated}
         row |= {"hallucinated": hallucinated, "offered": offered}
         row["kept_expected_tools"] = expected <= {t.name for t in tools}
-        if odds := re.search(r"\[odds of a call: ([0-9.]+)\]", raw):
-            row["call_odds"] = float(odds.group(1))
+        if record is not None and record.request is not None:
+            row["call_odds"] = round(record.request.odds, 2)
         if reply.gate is not None:  # the whole judgement, to study other bars from the record
             row["gate"] = asdict(reply.gate)
         if refusals and case["category"] == "irrelevance" and not calls:

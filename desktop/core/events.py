@@ -96,6 +96,57 @@ class CallGate:
 
 
 @dataclass(frozen=True)
+class GateRecord:
+    """What the gate saw and decided for one step: the bars that applied, the greedy
+    opening's odds, the request judged by its bar, the turn alone judged by the first
+    bar (the second look), and the verdict with why."""
+
+    bar: float
+    source: str
+    alone_bar: float | None = None
+    alone_source: str | None = None
+    arguments_bar: float | None = None
+    opening: float | None = None  # the greedy opening probe's odds of a call
+    request: CallGate | None = None
+    alone: CallGate | None = None
+    verdict: Literal["call", "plain", "prose"] = "prose"
+    reason: str = ""
+
+    @property
+    def judged(self) -> CallGate | None:
+        """The judgement the verdict rests on: the second look's where it let the call
+        through, else the request's."""
+        if self.alone is not None and (self.alone.passed or self.request is None):
+            return self.alone
+        return self.request
+
+    def bars(self) -> dict[str, Any]:
+        """The bars that applied, as the trace's export names them."""
+        found: dict[str, Any] = {"bar": self.bar, "source": self.source}
+        if self.alone_bar is not None:
+            found |= {"alone_bar": self.alone_bar, "alone_source": self.alone_source}
+        if self.arguments_bar is not None:
+            found["arguments_bar"] = self.arguments_bar
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        def gate(found: CallGate | None) -> dict[str, Any] | None:
+            if found is None:
+                return None
+            return {"odds": found.odds, "bar": found.bar, "source": found.source,
+                    "arguments": found.arguments, "passed": found.passed}  # fmt: skip
+
+        return {
+            **self.bars(),
+            "opening": self.opening,
+            "request": gate(self.request),
+            "alone": gate(self.alone),
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
 class Reply:
     """The end of one model response.
 
@@ -110,6 +161,7 @@ class Reply:
     finish_reason: str | None = None
     gate: CallGate | None = None  # set where the call gate weighed an opened call
     kind: Literal["reply"] = "reply"
+    record: GateRecord | None = None  # what the call gate saw and decided, where it ran
 
 
 ProviderEvent = TextChunk | ThinkingChunk | UsageReport | Notice | TokenOdds | Reply

@@ -38,7 +38,6 @@ from desktop.core.tools.selection import (
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TracingProvider, TurnTrace
 from desktop.core.tracks.choice import on_track
-from desktop.core.tracks.constrained import ConstrainedTools
 
 
 class Session:
@@ -478,19 +477,9 @@ class Session:
         offer = self.offer(conversation, text)
         if offer.selected:
             trace.offer = offer.to_dict()
-        if isinstance(active, ConstrainedTools):
-            bar, source = active.bar_for(conversation)
-            trace.gate = {"bar": bar, "source": source}
-            if second := active.second_look_bar(conversation):
-                trace.gate |= {"alone_bar": second[0], "alone_source": second[1]}
-            # A first request's arguments are weighed, and after earlier turns the turn alone's.
-            if active.min_arguments_odds is not None and (
-                active.weighs_arguments(conversation) or second
-            ):
-                trace.gate["arguments_bar"] = active.min_arguments_odds
         tools_on = preset is None or preset.tools
         turn = run_turn(
-            active,
+            self._traced.observe(active),  # each step's call-gate record, for the inspector
             Toolbox(offer.tools if tools_on else []),
             conversation,
             settings=settings,

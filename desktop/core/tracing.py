@@ -15,6 +15,7 @@ from typing import Any, assert_never
 
 from desktop.core.events import (
     Event,
+    GateRecord,
     Notice,
     ProviderEvent,
     Reply,
@@ -35,7 +36,14 @@ from desktop.core.events import (
     event_to_dict,
 )
 from desktop.core.messages import Image, Message
-from desktop.core.providers.base import Provider, ProviderError, ProviderWrapper, RequestOptions
+from desktop.core.providers.base import (
+    Probe,
+    Provider,
+    ProviderError,
+    ProviderWrapper,
+    RequestOptions,
+    RequestPart,
+)
 from desktop.core.tool_spec import ToolSpec
 
 
@@ -58,6 +66,10 @@ class StepTrace:
     token_odds: list[tuple[str, float]] = field(default_factory=list)
     # Each token generated with its probability, when asked for (a call's arguments weighed).
     chosen_tokens: list[tuple[str, float]] = field(default_factory=list)
+    # Which part of its step this request is (None: the step's own), and, on the step's own
+    # request, what the call gate saw and decided.
+    part: RequestPart | None = None
+    gate: GateRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +85,7 @@ class StepTrace:
             "phases": [p.to_dict() for p in self.phases],
             "token_odds": [[token, round(p, 4)] for token, p in self.token_odds],
             "chosen_tokens": [[token, round(p, 4)] for token, p in self.chosen_tokens],
+            "gate": self.gate.to_dict() if self.gate is not None else None,
         }
 
 
@@ -84,8 +97,14 @@ class TurnTrace:
     outcome: TurnFinished | TurnFailed | None = None
     # Which tools the turn offered and why, when it offered a selection of them.
     offer: dict[str, Any] | None = None
-    # The call gate's bar for this turn and where it came from: {"bar", "source"}.
-    gate: dict[str, Any] | None = None
+
+    @property
+    def gate(self) -> dict[str, Any] | None:
+        """The call gate's bars for this turn and where they came from ({"bar", "source"},
+        and "alone_bar", "alone_source", "arguments_bar" where they applied), as its first
+        weighed step saw them; None where the gate did not run."""
+        found = next((s.gate for s in self.steps if s.gate is not None), None)
+        return found.bars() if found is not None else None
 
     def record(self, event: Event) -> None:
         """Attach a loop event to its step. Text deltas are left out (the raw output has
@@ -120,9 +139,13 @@ class TurnTrace:
 
 
 def _options_for_trace(options: RequestOptions) -> dict[str, Any]:
-    shown = {k: v for k, v in vars(options).items() if v is not None and v != ()}
+    shown = {k: v for k, v in vars(options).items() if v is not None and v != () and k != "part"}
     if options.withdrawn_tools:  # kept in the prompt, named here
         shown["withdrawn_tools"] = [t.name for t in options.withdrawn_tools]
+    if options.phase is not None:  # the part of the step, by the export's names
+        shown["phase"] = options.phase
+    if options.reason is not None:
+        shown["reason"] = options.reason
     return shown
 
 
@@ -151,6 +174,10 @@ class TracingProvider(ProviderWrapper):
         self._opening = None
         return self.trace
 
+    def observe(self, track: Provider) -> Provider:
+        """`track` (over this tracer), what its call gate decided kept on each step."""
+        return _Decisions(track, self)
+
     async def stream(
         self,
         messages: Sequence[Message],
@@ -162,10 +189,11 @@ class TracingProvider(ProviderWrapper):
             messages=[_message_for_trace(m) for m in messages],
             tools=[t.wire_definition() for t in tools],
             options=_options_for_trace(options),
+            part=options.part,
         )
-        if options.phase == "opening":
+        if isinstance(options.part, Probe) and options.part.opening:
             self._opening = step  # a part of the step whose first request comes next
-        elif options.phase and self.trace.steps:
+        elif options.part is not None and self.trace.steps:
             # A later part of the step before (see ConstrainedTools): a sub-request.
             parent = self.trace.steps[-1]
             step.step = parent.step
@@ -190,6 +218,24 @@ class TracingProvider(ProviderWrapper):
             if not step.raw_output and seen:
                 step.raw_output = "".join(seen) + "  [generation stopped here]"
             step.duration_ms = round((time.perf_counter() - began) * 1000, 1)
+
+
+class _Decisions(ProviderWrapper):
+    """A track, its replies' call-gate records kept on the trace's step."""
+
+    def __init__(self, inner: Provider, tracer: TracingProvider) -> None:
+        super().__init__(inner)
+        self.tracer = tracer
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        async with aclosing(self.inner.stream(messages, tools, options)) as stream:
+            async for event in stream:
+                steps = self.tracer.trace.steps
+                if isinstance(event, Reply) and event.record is not None and steps:
+                    steps[-1].gate = event.record
+                yield event
 
 
 def _note(step: StepTrace, event: ProviderEvent, seen: list[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
@@ -22,9 +22,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.events import RejectionStage
-from desktop.core.tracing import TurnTrace
-from desktop.core.tracks.odds import arguments_odds, call_odds
+from desktop.core.events import (
+    CallGate,
+    Event,
+    GateRecord,
+    RejectionStage,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    ToolStarted,
+    TurnFailed,
+    TurnFinished,
+    TurnWarning,
+    Usage,
+    event_to_dict,
+)
+from desktop.core.providers.base import Constrained, PlainAnswer, Probe
+from desktop.core.tracing import StepTrace, TurnTrace
+from desktop.core.tracks.gate import UNCALIBRATED
 from desktop.ui.accessible import describe
 
 VERDICTS: dict[RejectionStage, str] = {
@@ -42,115 +59,123 @@ def _pretty(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def step_sections(
-    step: dict[str, Any], gate: dict[str, Any] | None = None
-) -> list[tuple[str, str]]:
-    """(title, text) rows of one step, in the order a person reads them; `gate` is the
-    turn's call gate (its bar and where the bar came from)."""
-    request = step["request"]
-    rows = []
-    for message in request["messages"]:
-        text = "\n".join(
-            part.get("text", f"[{part.get('mime')} image, {part.get('bytes')} bytes]")
-            for part in message.get("parts", [])
-        )
-        if message.get("tool_calls"):
-            text += "\n" + _pretty(message["tool_calls"])
-        rows.append((f"→ {message['role']}", text))
-    if request["tools"]:
-        rows.append(("→ tools (native)", _pretty(request["tools"])))
-    rows.append(("→ options", _pretty(request["options"])))
-    if step.get("thinking"):
-        rows.append(("← thinking", step["thinking"]))
-    rows.append(("← raw output", step.get("raw_output") or "(nothing)"))
-    for phase in step.get("phases", []):
-        options = phase["request"]["options"]
-        output = phase.get("raw_output") or "(nothing)"
-        # The gate's second look asks about the turn alone (its odds, and the calls whose
-        # arguments it weighs): its prompt is not the step's.
-        alone = phase["request"]["messages"] != request["messages"]
-        second = alone and gate is not None and "alone_bar" in gate
-        if options.get("phase") in ("call-odds", "opening"):
-            odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.get("token_odds", []))
-            if options["phase"] == "opening":
-                title = "→ greedy opening of a sampled answer (one-token probe)"
-            elif second:
-                title = "→ odds of a call, the turn alone (second look)"
-            else:
-                title = "→ odds of a call (one-token probe)"
-            rows.append((title, _pretty(options)))
-            rows.append(("← first token's likeliest alternatives", odds or output))
-            if gate is not None:
-                judged_by = (
-                    {"bar": gate["alone_bar"], "source": gate["alone_source"]} if second else gate
-                )
-                rows.append(_gate_row(phase.get("token_odds", []), judged_by))
-        elif options.get("phase") == "plain":
-            # Traces from before the reason was recorded: only the gate answered in text.
-            reason = options.get("reason") or "the call gate said no call"
-            rows.append((f"→ plain answer ({reason})", ""))
-            rows.append(("← plain output", output))
-        else:
-            where = ", the turn alone" if second else ""
-            schema = _pretty(options.get("json_schema"))
-            rows.append((f"→ constrained re-ask{where} (JSON Schema)", schema))
-            rows.append(("← constrained output", output))
-            chosen = phase.get("chosen_tokens", [])
-            if chosen and gate is not None and gate.get("arguments_bar") is not None:
-                rows.append(_arguments_row(chosen, float(gate["arguments_bar"])))
-    if step.get("error"):
-        rows.append(("← error", step["error"]))
-    for event in step["events"]:
-        kind = event["kind"]
-        if kind == "tool_call":
-            rows.append((f"parsed call: {event['name']}", _pretty(event["arguments"])))
-        elif kind == "tool_rejected":
-            verdict = VERDICTS.get(event.get("stage", ""), "rejected")
-            rows.append((f"verdict: {event['name']} {verdict}", event["reason"]))
-        elif kind == "tool_started":
-            rows.append((f"verdict: {event['name']} valid, not a repeat: run", ""))
-        elif kind == "tool_result":
-            status = (
-                f"error: {event['error']}" if event["error"] else f"{event['duration_ms']:.0f} ms"
-            )
-            images = ", ".join(f"{i['mime']} {i['size']} bytes" for i in event["images"])
-            text = event["content"] + (f"\n[images: {images}]" if images else "")
-            rows.append((f"result: {event['name']} ({status})", text))
-        elif kind == "usage":
-            tokens = f"{event['prompt_tokens']} prompt + {event['completion_tokens']} completion"
-            rows.append(("usage", f"{tokens} tokens"))
-        elif kind == "warning":
-            rows.append(("warning", event["message"]))
+def step_sections(step: StepTrace) -> list[tuple[str, str]]:
+    """(title, text) rows of one step, in the order a person reads them: the request, the
+    raw output, each later part of the step with what the call gate made of it (from the
+    step's record), then the calls, their verdicts and results."""
+    rows = [_message_row(message) for message in step.messages]
+    if step.tools:
+        rows.append(("→ tools (native)", _pretty(step.tools)))
+    rows.append(("→ options", _pretty(step.options)))
+    if step.thinking:
+        rows.append(("← thinking", step.thinking))
+    rows.append(("← raw output", step.raw_output or "(nothing)"))
+    for phase in step.phases:
+        rows += _phase_rows(phase, step.gate)
+    if step.error:
+        rows.append(("← error", step.error))
+    for event in step.events:
+        rows += _event_rows(event)
     return rows
 
 
-def _gate_row(alternatives: list[list[Any]], gate: dict[str, Any]) -> tuple[str, str]:
-    odds = call_odds((str(token), float(p)) for token, p in alternatives)
-    bar, source = float(gate["bar"]), gate["source"]
-    if source == "uncalibrated":  # no bar yet: the model's own choice stands
+def _message_row(message: dict[str, Any]) -> tuple[str, str]:
+    text = "\n".join(
+        part.get("text", f"[{part.get('mime')} image, {part.get('bytes')} bytes]")
+        for part in message.get("parts", [])
+    )
+    if message.get("tool_calls"):
+        text += "\n" + _pretty(message["tool_calls"])
+    return f"→ {message['role']}", text
+
+
+def _phase_rows(phase: StepTrace, record: GateRecord | None) -> list[tuple[str, str]]:
+    """A later part of a step: what was asked, what came back, and the gate's verdict on it
+    as the record has it (never worked out again here)."""
+    output = phase.raw_output or "(nothing)"
+    part = phase.part
+    match part:
+        case Probe():
+            if part.opening:
+                title = "→ greedy opening of a sampled answer (one-token probe)"
+            elif part.alone:
+                title = "→ odds of a call, the turn alone (second look)"
+            else:
+                title = "→ odds of a call (one-token probe)"
+            odds = "\n".join(f"{p:6.1%}  {token!r}" for token, p in phase.token_odds)
+            rows = [(title, _pretty(phase.options)),
+                    ("← first token's likeliest alternatives", odds or output)]  # fmt: skip
+            # The opening's odds are the request's, where a call came of the answer.
+            judged = None if record is None else record.alone if part.alone else record.request
+            if judged is not None:
+                rows.append(_gate_row(judged))
+            return rows
+        case PlainAnswer():
+            return [(f"→ plain answer ({part.reason})", ""), ("← plain output", output)]
+        case Constrained():
+            where = ", the turn alone" if part.alone else ""
+            schema = _pretty(phase.options.get("json_schema"))
+            rows = [(f"→ constrained re-ask{where} (JSON Schema)", schema),
+                    ("← constrained output", output)]  # fmt: skip
+            judged = None if record is None else record.alone if part.alone else record.request
+            if part.weigh and judged is not None and judged.arguments_bar is not None:
+                rows.append(_arguments_row(judged))
+            return rows
+        case None:
+            return [("→ request", _pretty(phase.options)), ("← output", output)]
+        case _:
+            assert_never(part)
+
+
+def _event_rows(event: Event) -> list[tuple[str, str]]:
+    match event:
+        case ToolCallParsed():
+            return [(f"parsed call: {event.name}", _pretty(event.arguments))]
+        case ToolRejected():
+            return [(f"verdict: {event.name} {VERDICTS[event.stage]}", event.reason)]
+        case ToolStarted():
+            return [(f"verdict: {event.name} valid, not a repeat: run", "")]
+        case ToolResult():
+            status = f"error: {event.error}" if event.error else f"{event.duration_ms:.0f} ms"
+            images = ", ".join(f"{i.mime} {len(i.data)} bytes" for i in event.images)
+            text = event.content + (f"\n[images: {images}]" if images else "")
+            return [(f"result: {event.name} ({status})", text)]
+        case Usage():
+            tokens = f"{event.prompt_tokens} prompt + {event.completion_tokens} completion"
+            return [("usage", f"{tokens} tokens")]
+        case TurnWarning():
+            return [("warning", event.message)]
+        case TextDelta() | ThinkingDelta() | TurnFinished() | TurnFailed():
+            return []  # the raw output and the outcome have them
+        case _:
+            assert_never(event)
+
+
+def _gate_row(gate: CallGate) -> tuple[str, str]:
+    if gate.source == UNCALIBRATED:  # no bar yet: the model's own choice stands
         return (
-            f"call gate: {odds:.2f}, no bar until calibrated: call",
+            f"call gate: {gate.odds:.2f}, no bar until calibrated: call",
             "Until this model is calibrated, its own choice to call stands; the probe's "
             "odds are shown for comparison with the bar it will get.",
         )
-    if odds >= bar:
-        return (f"call gate: {odds:.2f} ≥ bar {bar:.2f}: call", f"The bar is {source}.")
+    if gate.odds >= gate.bar:
+        return (f"call gate: {gate.odds:.2f} ≥ bar {gate.bar:.2f}: call",
+                f"The bar is {gate.source}.")  # fmt: skip
     return (
-        f"call gate: {odds:.2f} < bar {bar:.2f}: plain answer",
-        f"The bar is {source}. Below it the model answers in text, without tools.",
+        f"call gate: {gate.odds:.2f} < bar {gate.bar:.2f}: plain answer",
+        f"The bar is {gate.source}. Below it the model answers in text, without tools.",
     )
 
 
-def _arguments_row(tokens: list[list[Any]], bar: float) -> tuple[str, str]:
+def _arguments_row(gate: CallGate) -> tuple[str, str]:
     """The verdict on a call under the gate's bar, by how sure the model was of its
     arguments."""
-    odds = arguments_odds((str(token), float(p)) for token, p in tokens)
-    if odds is None:
+    if gate.arguments is None:
         return ("arguments' odds: none weighed: plain answer", "The call had no arguments.")
-    verdict = "call" if odds >= bar else "plain answer"
-    sign = "≥" if odds >= bar else "<"
+    verdict = "call" if gate.arguments_sure else "plain answer"
+    sign = "≥" if gate.arguments_sure else "<"
     return (
-        f"arguments' odds: {odds:.2f} {sign} bar {bar:.2f}: {verdict}",
+        f"arguments' odds: {gate.arguments:.2f} {sign} bar {gate.arguments_bar:.2f}: {verdict}",
         "Under the call gate's bar, a call is still made if the model was sure of its "
         "arguments (the mean probability of their words and numbers).",
     )
@@ -213,8 +238,8 @@ class InspectorPanel(QWidget):
         self.tree.clear()
         if not 0 <= index < len(self.traces):
             return
-        trace = self.traces[index].to_dict()
-        if offer := trace.get("offer"):
+        trace = self.traces[index]
+        if offer := trace.offer:
             offered = offer["offered"]
             node = QTreeWidgetItem(
                 [f"Tools offered: {len(offered)} of {len(offered) + offer['left_out']}"]
@@ -223,17 +248,17 @@ class InspectorPanel(QWidget):
             lines.append(f"({offer['left_out']} more left out: they did not fit the request.)")
             node.setData(0, Qt.ItemDataRole.UserRole, "\n".join(lines))
             self.tree.addTopLevelItem(node)
-        for step in trace["steps"]:
-            node = QTreeWidgetItem([f"Step {step['step']} · {step.get('duration_ms') or '…'} ms"])
-            for title, text in step_sections(step, trace.get("gate")):
+        for step in trace.steps:
+            node = QTreeWidgetItem([f"Step {step.step} · {step.duration_ms or '…'} ms"])
+            for title, text in step_sections(step):
                 child = QTreeWidgetItem([title])
                 child.setData(0, Qt.ItemDataRole.UserRole, text)
                 node.addChild(child)
             self.tree.addTopLevelItem(node)
             node.setExpanded(True)
-        if trace["outcome"]:
-            outcome = QTreeWidgetItem([f"Outcome: {trace['outcome']['kind']}"])
-            outcome.setData(0, Qt.ItemDataRole.UserRole, _pretty(trace["outcome"]))
+        if trace.outcome is not None:
+            outcome = QTreeWidgetItem([f"Outcome: {trace.outcome.kind}"])
+            outcome.setData(0, Qt.ItemDataRole.UserRole, _pretty(event_to_dict(trace.outcome)))
             self.tree.addTopLevelItem(outcome)
 
     def _show_item(self, item: QTreeWidgetItem | None, _previous: object = None) -> None:

@@ -89,14 +89,15 @@ async def test_the_server_reports_how_sure_the_model_is_of_a_call(
     """The one-token probe behind the call gate: real odds, and a weather question to a
     weather tool opens with a call the model is sure of."""
     from desktop.core.events import TokenOdds
-    from desktop.core.tracks.constrained import ConstrainedTools
+    from desktop.core.providers.base import Probe
+    from desktop.core.tracks.asking import probe
     from desktop.core.tracks.prompt import emulated_history
 
     provider = make_provider("llamacpp", llama_server.base_url)
-    probe = RequestOptions(temperature=0, seed=42, max_tokens=1, top_logprobs=5)
+    one_token = RequestOptions(temperature=0, seed=42, max_tokens=1, top_logprobs=5)
     history = emulated_history([Message.user("What's the weather in Paris?")], [Weather().tool])
-    odds = [e async for e in provider.stream(history, [], probe) if isinstance(e, TokenOdds)]
-    sure = await ConstrainedTools(provider)._odds_of_a_call(history, OPTIONS)
+    odds = [e async for e in provider.stream(history, [], one_token) if isinstance(e, TokenOdds)]
+    sure = (await probe(provider, history, OPTIONS, Probe())).odds
     await provider.aclose()
     assert len(odds) == 1 and len(odds[0].alternatives) == 5
     probabilities = [p for _, p in odds[0].alternatives]

@@ -17,13 +17,14 @@ from desktop.core.calibration.questions import (
     TrackName,
     cases_for,
 )
+from desktop.core.calibration.reading import GateReader
 from desktop.core.calibration.scoring import Answer, Bars, answer, opening, score
-from desktop.core.messages import Message
-from desktop.core.providers.base import Provider, RequestOptions
+from desktop.core.providers.base import Provider
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.constrained import ConstrainedTools, SecondLook
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.gate import Bars as GateBars
 from desktop.core.tracks.native import NativeTools
-from desktop.core.tracks.prompt import emulated_history, split_turns
+from desktop.core.tracks.prompt import emulated_history
 
 Progress = Callable[[int, int], None]
 # The native track is chosen over the emulated one (the default) only if it answers this
@@ -85,6 +86,7 @@ class Calibrator:
         gated = self.provider.features.constrains_json
         first: TrackName = "constrained" if gated else "emulated"
         track = ConstrainedTools(self.provider)
+        reader = GateReader(self.provider)  # no bars yet: they are chosen from its readings
         plan: list[tuple[TrackName, str, Case]] = []
         # First requests first: the bars they set judge the later questions' second looks,
         # so the turn alone's calls are written only where its odds fall under the first
@@ -112,17 +114,18 @@ class Calibrator:
             return Bars.chosen(made), [a for a, c in zip(made, asked, strict=True) if c in few]
 
         opened: dict[int, Answer] = {}
-        judging: ConstrainedTools | None = None  # the first requests' bars, once known
+        judging: GateReader | None = None  # the first requests' bars, once known
         for done, (name, how, case) in enumerate(plan, start=1):
             if how == "opening":
-                reader = track
                 measuring = case.kind not in LATER_KINDS
-                if not measuring:
-                    if judging is None:
-                        known = Bars.chosen([opened[id(c)] for c in firsts])
-                        judging = _SecondLookOnce(self.provider, known)
-                    reader = judging
-                read = partial(opening, reader, case, measuring=measuring)
+                if not measuring and judging is None:
+                    known = Bars.chosen([opened[id(c)] for c in firsts])
+                    # After earlier turns, judged by the first requests' bars; the later
+                    # bar is chosen from these readings, so until then it is the first.
+                    judging = GateReader(
+                        self.provider, GateBars(known.first, known.first, known.arguments)
+                    )
+                read = partial(opening, judging or reader, case, measuring=measuring)
                 opened[id(case)] = await self._ask(read)
                 if len(opened) == len(self.cases):  # in the questions' own order again
                     decided = [opened[id(c)] for c in self.cases]
@@ -174,35 +177,6 @@ class Calibrator:
                 # paused by a chat: ask this question again once the chat is done
             finally:
                 self._current = None
-
-
-class _SecondLookOnce(ConstrainedTools):
-    """The track that reads the questions asked after earlier turns, each turn alone read
-    once: several of them end in the same turn with the same tools ("Thanks! Did it
-    work?" beside one group of tools), whose second look, a calibration's answer at
-    temperature 0, is the same every time (up to 13 s where its calls are written: 3 of
-    the 4 such questions of a BFCL half, 2026-12-03)."""
-
-    def __init__(self, inner: Provider, bars: Bars) -> None:
-        super().__init__(inner, min_call_odds=bars.first, min_arguments_odds=bars.arguments)
-        self._looked: dict[tuple[str, ...], SecondLook | None] = {}
-
-    async def second_look(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        options: RequestOptions,
-        first: str | None = None,
-        *,
-        always_weigh: bool = False,
-    ) -> SecondLook | None:
-        alone = emulated_history(split_turns(messages)[1], tools)
-        asked = (self.second_look_bar(messages), options, first, always_weigh)
-        key = (*(f"{m.role}: {m.text}" for m in alone), repr(asked))
-        if key not in self._looked:
-            looked = super().second_look(messages, tools, options, first, always_weigh=always_weigh)
-            self._looked[key] = await looked
-        return self._looked[key]
 
 
 def _prompt_order(case: Case) -> str:

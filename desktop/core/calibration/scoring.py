@@ -17,10 +17,10 @@ from desktop.core.calibration.questions import (
     Case,
     CaseKind,
 )
+from desktop.core.calibration.reading import GateReader
 from desktop.core.events import CallGate, Reply, UsageReport
 from desktop.core.messages import ToolCall
 from desktop.core.providers.base import Provider
-from desktop.core.tracks.constrained import ConstrainedTools
 
 
 @dataclass(frozen=True)
@@ -132,38 +132,42 @@ def calls_right(made: Sequence[ToolCall], expected: Sequence[tuple[str, dict[str
     )
 
 
-async def opening(provider: ConstrainedTools, case: Case, *, measuring: bool) -> Answer:
-    """How the model opens its answer: a call or not, the tool it names (the call is right
-    for the gate if that tool is due), and its odds; where it opened a call it was sure of
-    enough to weigh, the calls written under the grammar (their arguments, their odds, and
-    what they cost) as the gated track would make them. A few seconds. `measuring`: the
-    bars are chosen from this answer (see ConstrainedTools.opening)."""
+async def opening(reader: GateReader, case: Case, *, measuring: bool) -> Answer:
+    """How the model opens its answer, read by the chat's own call gate up to its
+    decision: a call or not, the tool it names (the call is right for the gate if that
+    tool is due), and its odds; where it opened a call it was sure of enough to weigh, the
+    calls written under the grammar (their arguments, their odds, and what they cost) as
+    the gated track would make them. A few seconds. `measuring`: the bars are chosen from
+    this answer (see GateReader.read)."""
     started = time.perf_counter()
     messages, tools = list(case.messages), list(case.tools)
-    seen = await provider.opening(messages, tools, OPTIONS, measuring=measuring)
+    read = await reader.read(messages, tools, OPTIONS, measuring=measuring)
+    record = read.decision.record
+    alone = record.alone.odds if record.alone is not None else None
     # Prose with a second look names the tool the turn asked alone would call.
-    opened = seen.call or seen.alone is not None
-    right = case.due and opened and seen.tool in {name for name, _ in case.expected}
+    opened = read.called or alone is not None
+    right = case.due and opened and read.tool in {name for name, _ in case.expected}
     seconds = time.perf_counter() - started
-    written = seen.written
+    written = read.written
+    alone_written = getattr(read.decision, "alone_written", None)
     made = written.calls if written else []
     broken = bool(written and written.broken)
     cut_off = broken and written is not None and written.finish_reason == "length"
     return Answer(
         case.kind,
         case.due,
-        seen.call,
+        read.called,
         right,
-        seen.odds,
+        record.request.odds if record.request is not None else None,
         invalid=broken and not cut_off and case.due,
         cut_off=cut_off and case.due,
         calls=len(made) + (len(written.broken) if written else 0),
         completion_tokens=written.tokens if written else 0,
         seconds=seconds,
         arguments_right=right and not broken and calls_right(made, case.expected),
-        alone_odds=seen.alone,
+        alone_odds=alone,
         arguments_odds=written.arguments if written else None,
-        alone_arguments_odds=seen.alone_written.arguments if seen.alone_written else None,
+        alone_arguments_odds=alone_written.arguments if alone_written else None,
         checked=written is not None,
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, assert_never
 
 from desktop.core.errors import LoomchatError
 from desktop.core.events import BrokenCall, ProviderEvent
@@ -37,6 +37,40 @@ class Features:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A one-token request: how likely the answer is to open a call. `opening`: asked
+    before a sampled answer, for how it would open at temperature 0; `alone`: the current
+    turn asked without the earlier ones (the call gate's second look)."""
+
+    alone: bool = False
+    opening: bool = False
+    kind: Literal["probe"] = "probe"
+
+
+@dataclass(frozen=True)
+class Constrained:
+    """The step's calls written under the backend's grammar; the first pinned to `first`
+    where the free answer named it; `weigh`: with its tokens' odds, for the arguments' odds."""
+
+    first: str | None = None
+    weigh: bool = False
+    alone: bool = False
+    kind: Literal["constrained"] = "constrained"
+
+
+@dataclass(frozen=True)
+class PlainAnswer:
+    """The step's answer asked again in text, and why (the call gate said no call...)."""
+
+    reason: str
+    kind: Literal["plain"] = "plain"
+
+
+# Which later part of a step a request is (see tracks/gate.py); None: the step's own request.
+RequestPart = Probe | Constrained | PlainAnswer
+
+
+@dataclass(frozen=True)
 class RequestOptions:
     temperature: float | None = None
     seed: int | None = None
@@ -55,12 +89,29 @@ class RequestOptions:
     # The tools of the turn after they were withdrawn (the last, tool-free step): a track
     # that can forbid calls keeps them in the prompt, whose prefix the server has cached.
     withdrawn_tools: tuple[ToolSpec, ...] = ()
-    # Which other part of a step this request is (see ConstrainedTools), for the trace;
-    # None for a step's first request. "opening" comes before it: how a sampled answer
-    # would open at temperature 0. Backends ignore it.
-    phase: Literal["opening", "call-odds", "constrained", "plain"] | None = None
-    # Why a later part of a step was asked ("the call gate said no call"), for the trace.
-    reason: str | None = None
+    # Which part of a step this request is, for the trace (the opening probe comes before
+    # the step's own request, the others after it); None: the step's own. Backends ignore it.
+    part: RequestPart | None = None
+
+    @property
+    def phase(self) -> Literal["opening", "call-odds", "constrained", "plain"] | None:
+        """The part's name, as traces export it."""
+        match self.part:
+            case None:
+                return None
+            case Probe():
+                return "opening" if self.part.opening else "call-odds"
+            case Constrained():
+                return "constrained"
+            case PlainAnswer():
+                return "plain"
+            case _:
+                assert_never(self.part)
+
+    @property
+    def reason(self) -> str | None:
+        """Why a step's answer was asked again in text, where it was."""
+        return self.part.reason if isinstance(self.part, PlainAnswer) else None
 
 
 class ProviderError(LoomchatError):

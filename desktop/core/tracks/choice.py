@@ -8,26 +8,16 @@ from desktop.core.providers.base import Provider, Track
 from desktop.core.providers.probing import CapabilityCache, ProbeResult
 from desktop.core.providers.registry import ProbingProvider
 from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.gate import Bars
+from desktop.core.tracks.gate import Calibrated as GateCalibrated
 from desktop.core.tracks.native import NativeTools
 
 
-class Calibrated(Protocol):
-    """What a model's calibration says about its track (calibration.Calibration)."""
+class Calibrated(GateCalibrated, Protocol):
+    """What a model's calibration says about its track and its gate (calibration.Calibration)."""
 
     @property
     def track(self) -> str: ...
-
-    @property
-    def bar(self) -> float: ...
-
-    @property
-    def later_bar(self) -> float | None: ...
-
-    @property
-    def arguments_bar(self) -> float | None: ...
-
-    @property
-    def source(self) -> str: ...
 
 
 async def prepare(
@@ -61,12 +51,4 @@ def on_track(
         return NativeTools(provider), "native"
     # Two-phase constrained calls where the backend can constrain its output; the plain
     # emulated track (tolerant parser) elsewhere.
-    if calibration is None:
-        return ConstrainedTools(provider), "emulated"
-    return ConstrainedTools(
-        provider,
-        min_call_odds=calibration.bar,
-        later_call_odds=calibration.later_bar,
-        min_arguments_odds=calibration.arguments_bar,
-        bar_source=calibration.source,
-    ), "emulated"
+    return ConstrainedTools(provider, Bars.of(calibration)), "emulated"

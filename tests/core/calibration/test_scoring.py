@@ -96,9 +96,9 @@ async def test_a_later_question_opened_in_prose_is_read_again_alone() -> None:
     tool at 0.95, so the answer counts as that call (right with a first bar under 0.95);
     asked alone in prose too, it stays a plain answer."""
     from desktop.core.calibration.questions import Case
+    from desktop.core.calibration.reading import GateReader
     from desktop.core.calibration.scoring import Bars, opening
     from desktop.core.messages import Message
-    from desktop.core.tracks.constrained import ConstrainedTools
     from desktop.core.tracks.prompt import EARLIER_HEAD
     from tests.core.tracks.samples import SEARCH
     from tests.support.fakes import Request, ScriptedProvider, Step
@@ -106,8 +106,11 @@ async def test_a_later_question_opened_in_prose_is_read_again_alone() -> None:
     def model(alone_calls: bool) -> ScriptedProvider:
         def respond(request: Request) -> Step:
             deep = EARLIER_HEAD in request.messages[0].text
-            if request.options.phase == "call-odds":
-                return Step(odds=[("{", 0.95), ("I", 0.05)])
+            if request.options.phase == "call-odds":  # as sure as the answer it would give
+                sure = 0.95 if alone_calls and not deep else 0.05
+                return Step(odds=[("{", sure), ("I", 1 - sure)])
+            if request.options.phase == "constrained":  # the call the chat would then make
+                return Step(chunks=['[{"name": "search", "arguments": {"query": "rust"}}]'])
             if deep or not alone_calls:
                 return Step(chunks=["I would", " say"])
             return Step(chunks=['{"name": "search", "arg'])
@@ -117,12 +120,13 @@ async def test_a_later_question_opened_in_prose_is_read_again_alone() -> None:
     earlier = (Message.user("Hi!"), Message.assistant("Hello!"))
     case = Case("later", (*earlier, Message.user("Search for rust")), (SEARCH,),
                 (("search", {"query": "rust"}),))  # fmt: skip
-    seen = await opening(ConstrainedTools(model(alone_calls=True)), case, measuring=True)
+    seen = await opening(GateReader(model(alone_calls=True)), case, measuring=True)
     assert not seen.called and seen.right and seen.alone_odds == pytest.approx(0.95)
     assert seen.right_with(Bars(first=0.9, later=0.6))
     assert not seen.right_with(Bars(first=0.97, later=0.6))
-    quiet = await opening(ConstrainedTools(model(alone_calls=False)), case, measuring=True)
-    assert quiet.alone_odds is None and not quiet.right_with(Bars(first=0.9, later=0.6))
+    quiet = await opening(GateReader(model(alone_calls=False)), case, measuring=True)
+    # The turn alone's odds are read as the chat's second look reads them: by a probe.
+    assert quiet.alone_odds == pytest.approx(0.05) and not quiet.right_with(Bars(0.9, 0.6))
 
 
 def test_the_arguments_bar_lets_a_call_under_the_bar_through_if_its_arguments_were_sure() -> None:

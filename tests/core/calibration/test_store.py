@@ -77,4 +77,4 @@ def test_a_file_written_before_the_arguments_bar_is_read_and_measured_again() ->
     assert calibration.arguments_bar is None and calibration.method == 1 < METHOD
     assert calibration.later_bar == calibration.bar == 0.775
     track, _ = on_track(sure_model(), "auto", calibration)
-    assert isinstance(track, ConstrainedTools) and track.min_arguments_odds is None
+    assert isinstance(track, ConstrainedTools) and track.bars.arguments is None

@@ -5,6 +5,8 @@ from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
 from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.gate import Bars, first_request_step
 from desktop.core.tracks.prompt import render_tool_prompt
 from tests.core.tracks.samples import CLOCK, SEARCH, noop
 from tests.support.fakes import Script, ScriptedProvider, Step
@@ -12,6 +14,20 @@ from tests.support.fakes import Script, ScriptedProvider, Step
 # The gate's tests ask at temperature 0, as the benches do: a sampled answer first asks how
 # the answer would open greedily (see the greedy opening's own tests).
 GREEDY = RequestOptions(temperature=0)
+
+
+def gated(
+    provider: ScriptedProvider,
+    first: float = 0.0,
+    later: float | None = None,
+    arguments: float | None = None,
+    source: str = "uncalibrated",
+) -> ConstrainedTools:
+    """The track under these bars (the later one, where not given, is the first's)."""
+    return ConstrainedTools(
+        provider, Bars(first, first if later is None else later, arguments, source)
+    )
+
 
 # --- two-phase constrained calls --------------------------------------------------------
 
@@ -39,7 +55,7 @@ async def test_a_plain_answer_is_never_constrained() -> None:
 
 
 async def test_a_call_is_generated_again_under_the_schema() -> None:
-    from desktop.core.tracks.constrained import CALL_TOKEN_BUDGET
+    from desktop.core.tracks.asking import CALL_TOKEN_BUDGET
     from desktop.core.tracks.step_calls import call_schema
 
     provider = ScriptedProvider(
@@ -56,7 +72,8 @@ async def test_a_call_is_generated_again_under_the_schema() -> None:
     assert second.json_schema == call_schema([SEARCH, CLOCK], first="search")  # "serch" meant it
     assert second.max_tokens == CALL_TOKEN_BUDGET  # a limit meant for prose does not cut calls
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("search", {"query": "rust"})]
-    assert reply.text == "Let me look." and "[constrained]" in reply.raw
+    assert reply.text == "Let me look." and reply.record is not None
+    assert reply.record.verdict == "call"
 
 
 async def test_calls_are_written_greedily_whatever_the_chats_temperature() -> None:
@@ -82,14 +99,13 @@ async def sampled_call(
 ) -> tuple[Reply, ScriptedProvider]:
     """A sampled answer that writes a call, after the one-token probe saw `opening`: the
     reply, and the provider that holds its requests."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     call = '{"name": "search", "arguments": {"query": "q"}}'
     provider = ScriptedProvider(
         [Step(odds=opening), Step(chunks=[call]), Step(chunks=[f"[{call}]"])],
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=bar, bar_source="calibrated")
+    track = gated(provider, bar, None, None, "calibrated")
     events = [e async for e in track.stream([Message.user("q")], [SEARCH], options)]
     return next(e for e in events if isinstance(e, Reply)), provider
 
@@ -175,11 +191,10 @@ async def test_without_constrained_decoding_the_tolerant_parser_is_used() -> Non
 async def gated_run(
     script: list[Script], *, reports_token_odds: bool = True
 ) -> tuple[ScriptedProvider, Reply]:
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=reports_token_odds)
     reply = None
-    async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
+    async for event in gated(provider, 0.9).stream(
         [Message.user("Who won the World Cup in 2022?")],
         [SEARCH],
         RequestOptions(temperature=0, seed=3),
@@ -204,7 +219,8 @@ async def test_a_call_the_model_is_unsure_of_becomes_a_plain_answer() -> None:
     assert probe.options.max_tokens == 1 and probe.options.top_logprobs == 10
     assert probe.options.seed == 3 and probe.messages == provider.requests[0].messages
     assert "You can use tools" not in provider.requests[2].messages[0].text  # tools withdrawn
-    assert "[odds of a call: 0.70]" in reply.raw
+    assert reply.record is not None and reply.record.request is not None
+    assert round(reply.record.request.odds, 2) == 0.7
     assert reply.gate is not None and not reply.gate.passed
     assert (round(reply.gate.odds, 2), reply.gate.bar) == (0.7, 0.9)
 
@@ -236,7 +252,6 @@ async def test_until_a_model_is_calibrated_its_own_first_choice_stands() -> None
 async def test_the_plain_answer_is_all_text_even_json() -> None:
     """Once the gate has turned a call down, nothing in the answer is a call: a model that
     writes JSON anyway is shown it, not an empty answer."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     unsure = [("{", 0.6), ("Hi", 0.4)]
     provider = ScriptedProvider(
@@ -249,9 +264,7 @@ async def test_the_plain_answer_is_all_text_even_json() -> None:
         reports_token_odds=True,
     )
     shown, reply = [], None
-    async for event in ConstrainedTools(provider, min_call_odds=0.9).stream(
-        [Message.user("hi")], [SEARCH], GREEDY
-    ):
+    async for event in gated(provider, 0.9).stream([Message.user("hi")], [SEARCH], GREEDY):
         if isinstance(event, TextChunk):
             shown.append(event.text)
         elif isinstance(event, Reply):
@@ -267,7 +280,8 @@ async def test_a_call_the_model_is_sure_of_is_made() -> None:
     )
     assert [c.name for c in reply.tool_calls] == ["search"]
     assert provider.requests[2].options.json_schema is not None
-    assert "[odds of a call: 0.95]" in reply.raw
+    assert reply.record is not None and reply.record.request is not None
+    assert round(reply.record.request.odds, 2) == 0.95
 
 
 async def test_no_probe_after_prose_or_without_token_odds() -> None:
@@ -304,7 +318,6 @@ def test_the_prompt_leaves_out_bounds_and_extra_examples_but_no_parameter() -> N
 async def test_the_plain_answer_after_an_unsure_call_leaves_the_tools_out() -> None:
     """Even where a grammar could forbid the call: kept in the prompt, the tools made the
     model echo the request or explain how to call one instead of answering."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     provider = ScriptedProvider(
         [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5), ("Hi", 0.5)]), "Hi."],
@@ -314,9 +327,7 @@ async def test_the_plain_answer_after_an_unsure_call_leaves_the_tools_out() -> N
     )
     replies = [
         e
-        async for e in ConstrainedTools(provider, min_call_odds=0.9).stream(
-            [Message.user("hi")], [SEARCH], GREEDY
-        )
+        async for e in gated(provider, 0.9).stream([Message.user("hi")], [SEARCH], GREEDY)
         if isinstance(e, Reply)
     ]
     _free, _probe, plain = provider.requests
@@ -431,28 +442,25 @@ async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
 
 async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
     """Odds of 0.7: below the first request's bar (0.9), above the later one's (0.6)."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     def run() -> list[Script]:
         return [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.7)]), Step(chunks=[CALL])]
 
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
-    gated = []
+    judged = []
     for history in ([], earlier):
         provider = ScriptedProvider(run(), constrains_json=True, reports_token_odds=True)
-        track = ConstrainedTools(
-            provider, min_call_odds=0.9, later_call_odds=0.6, bar_source="calibrated 2026-12-01"
-        )
+        track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-01")
         messages = [*history, Message.user("Who won the World Cup in 2022?")]
         replies = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in replies if isinstance(e, Reply))
         assert reply.gate is not None and track.bar_for(messages)[0] == reply.gate.bar
-        gated.append((reply.gate.bar, reply.gate.passed, bool(reply.tool_calls)))
+        judged.append((reply.gate.bar, reply.gate.passed, bool(reply.tool_calls)))
         if history:
             assert reply.gate.source == "calibrated 2026-12-01, after earlier turns"
-    assert gated == [(0.9, False, False), (0.6, True, True)]
+    assert judged == [(0.9, False, False), (0.6, True, True)]
     # Uncalibrated, or calibrated before there were two bars: one bar for both.
-    one = ConstrainedTools(ScriptedProvider([]), min_call_odds=0.8)
+    one = gated(ScriptedProvider([]), 0.8)
     assert one.bar_for([*earlier, Message.user("?")]) == (0.8, "uncalibrated")
 
 
@@ -460,7 +468,6 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
     """In context the odds are 0.5 (under the later bar, 0.6); the turn asked alone gives
     0.95 (over the first bar, 0.9): the call is made, and the gate says why. Alone at 0.7
     it is not."""
-    from desktop.core.tracks.constrained import ConstrainedTools
     from desktop.core.tracks.prompt import EARLIER_HEAD
 
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
@@ -474,15 +481,15 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
             Step(chunks=[CALL]) if alone > 0.9 else "Rust is a language.",
         ]
         provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
-        track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
-                                 bar_source="calibrated 2026-12-01")  # fmt: skip
+        track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-01")  # fmt: skip
         events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in events if isinstance(e, Reply))
         looked = provider.requests[2]
         assert EARLIER_HEAD in provider.requests[1].messages[0].text
         assert EARLIER_HEAD not in looked.messages[0].text  # the turn alone, no transcript
         assert looked.messages[-1].text.endswith("Search for rust")
-        assert f"[odds of a call, the turn alone: {alone:.2f}]" in reply.raw
+        assert reply.record is not None and reply.record.alone is not None
+        assert reply.record.alone.odds == alone
         assert reply.gate is not None
         outcomes.append(
             (reply.gate.odds, reply.gate.bar, reply.gate.source, bool(reply.tool_calls))
@@ -494,14 +501,14 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
 
 
 async def test_a_first_request_gets_no_second_look() -> None:
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     script: list[Script] = [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]), "Words."]
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
-    track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6)
+    track = gated(provider, 0.9, 0.6)
     events = [e async for e in track.stream([Message.user("Hi")], [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
-    assert len(provider.requests) == 3 and "turn alone" not in reply.raw and not reply.tool_calls
+    assert reply.record is not None and reply.record.alone is None
+    assert len(provider.requests) == 3 and not reply.tool_calls
 
 
 async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown() -> None:
@@ -509,7 +516,7 @@ async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown()
     the turn asked alone: at 0.95 (over the first bar, 0.9) the call is made and none of
     the prose shows; at 0.7 the answer is asked again, keeping the tool prompt (the prefix
     the server has cached) with calls forbidden, and that answer streams."""
-    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR, ConstrainedTools
+    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR
     from desktop.core.tracks.prompt import EARLIER_HEAD
 
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
@@ -524,15 +531,15 @@ async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown()
         provider = ScriptedProvider(
             script, constrains_json=True, reports_token_odds=True, takes_grammar=True
         )
-        track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
-                                 bar_source="calibrated 2026-12-02")  # fmt: skip
+        track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-02")  # fmt: skip
         events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         shown = "".join(e.text for e in events if isinstance(e, TextChunk))
         reply = next(e for e in events if isinstance(e, Reply))
         free, looked, last = provider.requests
         assert EARLIER_HEAD not in looked.messages[0].text  # the turn alone
         assert looked.options.phase == "call-odds"
-        assert "I think" in reply.raw and f"the turn alone: {alone:.2f}]" in reply.raw
+        assert reply.record is not None and reply.record.alone is not None
+        assert reply.record.alone.odds == alone and reply.record.request is None
         assert reply.gate is not None and reply.gate.source.endswith("the turn alone")
         if alone > 0.9:
             assert last.options.json_schema is not None and shown == ""
@@ -548,7 +555,6 @@ async def test_prose_gets_no_second_look_first_uncalibrated_after_a_tool_or_thou
     tool's result and a model that thought before its prose stream at once, asking
     nothing more."""
     from desktop.core.messages import ToolCall
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
     later = [*earlier, Message.user("Search for rust")]
@@ -566,7 +572,7 @@ async def test_prose_gets_no_second_look_first_uncalibrated_after_a_tool_or_thou
         provider = ScriptedProvider(
             [Step(chunks=chunks)], constrains_json=True, reports_token_odds=True
         )
-        track = ConstrainedTools(provider, min_call_odds=bar, later_call_odds=0.6)
+        track = gated(provider, bar, 0.6)
         events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Rust is a language."
         assert len(provider.requests) == 1
@@ -579,7 +585,6 @@ async def test_a_call_to_a_tool_that_is_not_offered_becomes_a_plain_answer() -> 
     """ "Tell me a short joke." opened `{"name": "joke"`: no tool fits, so the model answers
     in words, without the tool prompt; it is not asked for a call to some real tool, and
     no odds are probed (even under a bar the model would have passed)."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     provider = ScriptedProvider(
         [Step(chunks=['{"name": "joke", "arguments": {}}']), Step(chunks=["Why did", " it?"])],
@@ -587,7 +592,7 @@ async def test_a_call_to_a_tool_that_is_not_offered_becomes_a_plain_answer() -> 
         reports_token_odds=True,
         takes_grammar=True,
     )
-    track = ConstrainedTools(provider, min_call_odds=0.5)
+    track = gated(provider, 0.5)
     events = [
         e
         async for e in track.stream([Message.user("Tell me a joke.")], [SEARCH, CLOCK],
@@ -600,7 +605,8 @@ async def test_a_call_to_a_tool_that_is_not_offered_becomes_a_plain_answer() -> 
     assert "You can use tools" not in plain.messages[0].text and plain.options.grammar is None
     assert plain.options.phase == "plain" and plain.options.json_schema is None
     assert plain.options.reason == "the call named 'joke', which is not an offered tool"
-    assert "[the call names 'joke', which is not an offered tool]" in reply.raw
+    assert reply.record is not None
+    assert reply.record.reason == "the call named 'joke', which is not an offered tool"
     assert reply.gate is None
 
 
@@ -614,27 +620,6 @@ async def test_prose_before_a_call_to_no_offered_tool_stays_in_the_answer() -> N
     assert "".join(text) == "Sure! Here is one." == reply.text and reply.tool_calls == []
 
 
-async def test_the_opening_of_a_call_to_no_offered_tool_is_no_call() -> None:
-    """Calibration reads openings as the stream decides them: such a call is answered in
-    text, so it is no call; a name a separator away is the tool it means."""
-    from desktop.core.tracks.constrained import ConstrainedTools
-
-    seen = []
-    for written in ("joke", "Current-Time"):
-        provider = ScriptedProvider(
-            [Step(chunks=[f'{{"name": "{written}", "arguments": {{}}}}']),
-             Step(odds=[("{", 0.9)]), Step(chunks=['[{"name": "current_time", "arguments": {}}]'])],
-            constrains_json=True, reports_token_odds=True,
-        )  # fmt: skip
-        track = ConstrainedTools(provider, min_call_odds=0.5)
-        opening = await track.opening([Message.user("?")], [SEARCH, CLOCK], GREEDY, measuring=True)
-        seen.append((opening.call, opening.tool, opening.odds))
-    assert seen == [(False, None, None), (True, "current_time", 0.9)]
-
-
-# --- a call under the bar, made for its sure arguments --------------------------------
-
-
 def sure_of(*values: float) -> list[tuple[str, float]]:
     """Tokens of a call whose argument values have these probabilities."""
     return [('[{"name":"search","arguments":{"', 1.0), ("query", 1.0),
@@ -643,7 +628,6 @@ def sure_of(*values: float) -> list[tuple[str, float]]:
 
 async def arguments_run(arguments: float) -> tuple[ScriptedProvider, Reply]:
     """Odds of a call 0.8 under the bar of 0.9; the arguments' bar is 0.95."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     plain = "Argentina won."
     provider = ScriptedProvider(
@@ -651,7 +635,7 @@ async def arguments_run(arguments: float) -> tuple[ScriptedProvider, Reply]:
          Step(chunks=[CALL], chosen=sure_of(arguments)), plain],
         constrains_json=True, reports_token_odds=True, takes_grammar=True,
     )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
+    track = gated(provider, 0.9, None, 0.95)
     events = [e async for e in track.stream([Message.user("Who won?")], [SEARCH], GREEDY)]
     return provider, next(e for e in events if isinstance(e, Reply))
 
@@ -664,7 +648,7 @@ async def test_a_call_under_the_bar_is_made_if_the_model_was_sure_of_its_argumen
     gate = reply.gate
     assert gate is not None and gate.passed and gate.arguments_sure
     assert gate.arguments_bar == 0.95 and gate.arguments is not None and gate.arguments > 0.99
-    assert "[odds of its arguments: 1.00]" in reply.raw and len(provider.requests) == 3
+    assert len(provider.requests) == 3
 
 
 async def test_a_call_under_the_bar_with_unsure_arguments_is_answered_in_text() -> None:
@@ -674,19 +658,19 @@ async def test_a_call_under_the_bar_with_unsure_arguments_is_answered_in_text() 
     assert "You can use tools" not in plain.messages[0].text and plain.options.phase == "plain"
     assert plain.options.reason == "the call gate said no call, nor were its arguments sure"
     assert reply.gate is not None and not reply.gate.passed and not reply.gate.arguments_sure
-    assert "[constrained]" in reply.raw and "[odds of its arguments: 0.71]" in reply.raw
+    assert reply.record is not None and reply.record.request is not None
+    assert round(reply.record.request.arguments or 0, 2) == 0.71
 
 
 async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them() -> None:
     """Over the bar the call is made as before, no token odds asked; without an arguments'
     bar (uncalibrated, or a card from before) a call under the bar is text at once."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     sure = ScriptedProvider(
         [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.95)]), Step(chunks=[CALL])],
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
-    track = ConstrainedTools(sure, min_call_odds=0.9, min_arguments_odds=0.95)
+    track = gated(sure, 0.9, None, 0.95)
     reply = [e async for e in track.stream([Message.user("?")], [SEARCH], GREEDY)][-1]
     assert isinstance(reply, Reply) and reply.tool_calls
     assert sure.requests[2].options.top_logprobs is None
@@ -695,7 +679,7 @@ async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them(
         [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.8)]), "Words."],
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
-    track = ConstrainedTools(unsure, min_call_odds=0.9)
+    track = gated(unsure, 0.9)
     reply = [e async for e in track.stream([Message.user("?")], [SEARCH], GREEDY)][-1]
     assert isinstance(reply, Reply) and reply.text == "Words." and len(unsure.requests) == 3
     assert unsure.requests[2].options.json_schema is None
@@ -707,7 +691,6 @@ async def test_after_earlier_turns_the_arguments_weighed_are_the_turn_alones() -
     weighed in context. The turn asked alone has no earlier values to copy: it is a first
     request, and a call it opens under the first bar is written and its arguments weighed.
     Sure of them, the turn alone's call is made; unsure, the answer is text."""
-    from desktop.core.tracks.constrained import ConstrainedTools
     from desktop.core.tracks.prompt import EARLIER_HEAD
 
     earlier = [Message.user("Search for rust"), Message.assistant("Found 3 notes.")]
@@ -722,16 +705,16 @@ async def test_after_earlier_turns_the_arguments_weighed_are_the_turn_alones() -
             "Yes, it found three notes.",
         ]
         provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
-        track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
-                                 min_arguments_odds=0.95, bar_source="calibrated")  # fmt: skip
-        assert not track.weighs_arguments(messages) and track.weighs_arguments(messages[-1:])
+        track = gated(provider, 0.9, 0.6, 0.95, "calibrated")  # fmt: skip
+        assert not first_request_step(messages) and first_request_step(messages[-1:])
         events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in events if isinstance(e, Reply))
         phases = [r.options.phase for r in provider.requests]
         assert phases[:4] == [None, "call-odds", "call-odds", "constrained"]
         written = provider.requests[3]
         assert EARLIER_HEAD not in written.messages[0].text and written.options.top_logprobs == 1
-        assert "[constrained, the turn alone]" in reply.raw
+        assert reply.record is not None and reply.record.alone is not None
+        assert reply.record.alone.arguments is not None
         assert reply.gate is not None
         gate = (reply.gate.source, reply.gate.arguments_bar)
         outcomes.append((len(phases), [c.name for c in reply.tool_calls], gate))
@@ -746,7 +729,6 @@ async def test_after_earlier_turns_the_arguments_weighed_are_the_turn_alones() -
 async def test_a_turn_alone_that_would_answer_in_words_is_not_weighed() -> None:
     """Its likeliest first token is prose: as a first request it would not have called, so
     no call is written to weigh."""
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     earlier = [Message.user("Search for rust"), Message.assistant("Found 3 notes.")]
     script: list[Script] = [
@@ -756,9 +738,7 @@ async def test_a_turn_alone_that_would_answer_in_words_is_not_weighed() -> None:
         "Yes, it found three notes.",
     ]
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
-    track = ConstrainedTools(
-        provider, min_call_odds=0.9, later_call_odds=0.6, min_arguments_odds=0.95
-    )
+    track = gated(provider, 0.9, 0.6, 0.95)
     messages = [*earlier, Message.user("Did it work?")]
     events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
@@ -771,7 +751,6 @@ async def test_after_a_tools_result_the_arguments_are_not_weighed() -> None:
     values are in front of it): the app's own screenshot showed current_time asked twice.
     So only a turn's first step weighs arguments; later steps stand by the bar alone."""
     from desktop.core.messages import ToolCall
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     call = ToolCall("c1", "search", {"query": "rust"})
     messages = [Message.user("Search for rust"), Message.assistant("", [call]),
@@ -781,83 +760,13 @@ async def test_after_a_tools_result_the_arguments_are_not_weighed() -> None:
         [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.8)]), "It found 3 notes."],
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
-    assert track.weighs_arguments(messages[:1])
-    assert not track.weighs_arguments(messages) and not track.weighs_arguments(images_after)
+    track = gated(provider, 0.9, None, 0.95)
+    assert first_request_step(messages[:1])
+    assert not first_request_step(messages) and not first_request_step(images_after)
     events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "plain"]
     assert reply.tool_calls == [] and reply.text == "It found 3 notes."
-
-
-async def test_the_opening_after_earlier_turns_weighs_the_turn_alones_arguments() -> None:
-    """For calibration, which chooses the bars afterwards: a call opened after earlier
-    turns is read with the turn alone's odds and, whatever the bars, its calls written
-    under the grammar with their arguments' odds."""
-    from desktop.core.tracks.constrained import ConstrainedTools
-    from desktop.core.tracks.prompt import EARLIER_HEAD
-
-    provider = ScriptedProvider(
-        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]),
-         Step(odds=[("{", 0.99)]), Step(chunks=[CALL], chosen=sure_of(0.998))],
-        constrains_json=True, reports_token_odds=True,
-    )  # fmt: skip
-    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
-    messages = [*earlier, Message.user("Search for rust")]
-    seen = await ConstrainedTools(provider).opening(messages, [SEARCH], GREEDY, measuring=True)
-    assert (seen.call, seen.tool, seen.odds, seen.alone) == (True, "search", 0.5, 0.99)
-    assert seen.written is None and seen.alone_written is not None
-    assert seen.alone_written.arguments is not None and seen.alone_written.arguments > 0.99
-    assert EARLIER_HEAD not in provider.requests[3].messages[0].text
-
-
-async def test_an_opening_on_a_track_with_bars_writes_calls_only_where_they_are_weighed() -> None:
-    """Calibration reads its questions after earlier turns once the first bars are known:
-    the turn alone's calls are written only where its odds fall under the first bar and
-    an arguments' bar would judge them (as the stream does); so are a first request's."""
-    from desktop.core.tracks.constrained import ConstrainedTools, Opening
-
-    async def read(messages: list[Message], *steps: Step) -> tuple[Opening, list[str | None]]:
-        provider = ScriptedProvider(
-            [Step(chunks=['{"name": "search"']), *steps],
-            constrains_json=True, reports_token_odds=True,
-        )  # fmt: skip
-        track = ConstrainedTools(provider, min_call_odds=0.9, min_arguments_odds=0.95)
-        seen = await track.opening(messages, [SEARCH], GREEDY, measuring=False)
-        return seen, [r.options.phase for r in provider.requests]
-
-    later = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search rust")]
-    written = Step(chunks=[CALL], chosen=sure_of(0.99))
-    seen, phases = await read(later, Step(odds=[("{", 0.5)]), Step(odds=[("{", 0.97)]))
-    assert (seen.odds, seen.alone, seen.alone_written) == (0.5, 0.97, None)
-    assert phases == [None, "call-odds", "call-odds"]  # sure alone: the first bar judges
-    seen, phases = await read(later, Step(odds=[("{", 0.5)]), Step(odds=[("{", 0.8)]), written)
-    assert seen.alone == 0.8 and seen.alone_written is not None
-    assert phases[-1] == "constrained"  # unsure alone: its arguments are weighed
-
-    first = [Message.user("Search rust")]
-    seen, phases = await read(first, Step(odds=[("{", 0.96)]))
-    assert (seen.call, seen.odds, seen.written, phases) == (True, 0.96, None, [None, "call-odds"])
-    seen, phases = await read(first, Step(odds=[("{", 0.6)]), written)
-    assert seen.written is not None and seen.written.arguments is not None
-    assert seen.written.arguments > 0.98  # under the bar: written, its arguments weighed
-
-
-async def test_a_bar_of_zero_judges_an_opening_it_does_not_measure() -> None:
-    """A model that made no unwanted call gets no bar (0): read by those bars, its calls
-    all pass and none is written; whether the bars are being chosen is said, not guessed
-    from the bar's value."""
-    from desktop.core.tracks.constrained import ConstrainedTools
-
-    provider = ScriptedProvider(
-        [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.6)])],
-        constrains_json=True, reports_token_odds=True,
-    )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=0.0)
-    seen = await track.opening([Message.user("Search rust")], [SEARCH], GREEDY,
-                               measuring=False)  # fmt: skip
-    assert (seen.call, seen.odds, seen.written) == (True, 0.6, None)
-    assert [r.options.phase for r in provider.requests] == [None, "call-odds"]
 
 
 async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either() -> None:
@@ -865,7 +774,6 @@ async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either()
     result, and the model would copy the call surely (the app's own Tokyo question got
     `current_time` asked twice). Its odds alone judge."""
     from desktop.core.messages import ToolCall
-    from desktop.core.tracks.constrained import ConstrainedTools
 
     call = ToolCall("c1", "search", {"query": "rust"})
     messages = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search rust"),
@@ -875,9 +783,9 @@ async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either()
          Step(odds=[("{", 0.7), ("It", 0.3)]), "It found 3 notes."],
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
-    track = ConstrainedTools(provider, min_call_odds=0.9, later_call_odds=0.6,
-                             min_arguments_odds=0.95)  # fmt: skip
+    track = gated(provider, 0.9, 0.6, 0.95)  # fmt: skip
     events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
-    assert reply.tool_calls == [] and "the turn alone]" not in reply.raw
+    assert reply.tool_calls == [] and reply.record is not None and reply.record.alone is not None
+    assert reply.record.alone.arguments is None  # the turn alone's odds only

@@ -1,0 +1,137 @@
+"""The requests the call gate asks for (see `gate`), made against the backend: a one-token
+probe, the calls under the grammar, and the free answer's opening read without showing it
+(what calibration reads). The chat's track streams the free answer itself."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from contextlib import aclosing
+from dataclasses import replace
+
+from desktop.core.events import ProviderEvent, Reply, TextChunk, ThinkingChunk, TokenOdds
+from desktop.core.messages import Message
+from desktop.core.providers.base import (
+    Constrained,
+    Probe,
+    Provider,
+    RequestOptions,
+    checked_call,
+    split_calls,
+)
+from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.gate import ConstrainedCalls, Free, Odds, Opened
+from desktop.core.tracks.holdback import ProseGate, VisibleText
+from desktop.core.tracks.odds import arguments_odds, call_odds
+from desktop.core.tracks.parse import parse_answer
+from desktop.core.tracks.step_calls import call_schema
+
+# Tokens the constrained phase may use whatever the request's limit: a call cut short
+# cannot run, so a tight limit meant for prose must not cut a call.
+CALL_TOKEN_BUDGET = 1024
+_FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+# How far past the start of a call the free answer is read for the first call's name (and
+# how much prose calibration reads before it takes the answer for prose).
+NAME_LOOKAHEAD = 300
+
+
+def first_name(gate: ProseGate) -> tuple[bool, str | None]:
+    """Whether the free answer, held from where a call begins, has read far enough: the
+    call named its tool (which it returns as written) or went on past the lookahead."""
+    named = _FIRST_NAME.search(gate.buffer, gate.released)
+    if named:
+        return True, named.group(1)
+    return len(gate.buffer) - gate.released > NAME_LOOKAHEAD, None
+
+
+async def probe(
+    inner: Provider, history: list[Message], options: RequestOptions, part: Probe
+) -> Odds:
+    """The odds that the answer opens a call, and whether its likeliest first token does
+    (what the free answer, at temperature 0, would open with)."""
+    asked = replace(options, max_tokens=1, top_logprobs=10, part=part)
+    alternatives: tuple[tuple[str, float], ...] | None = None
+    async with aclosing(inner.stream(history, [], asked)) as answer:
+        async for event in answer:  # read to the end: one token, then its usage
+            if isinstance(event, TokenOdds) and alternatives is None:
+                alternatives = event.alternatives
+    if not alternatives:
+        return Odds(1.0, True)  # no odds after all: trust the call
+    likeliest = max(alternatives, key=lambda pair: pair[1])
+    return Odds(call_odds(alternatives), call_odds([likeliest]) > 0)
+
+
+async def constrained_calls(
+    inner: Provider,
+    history: list[Message],
+    tools: Sequence[ToolSpec],
+    options: RequestOptions,
+    part: Constrained,
+    known: Sequence[str],
+) -> ConstrainedCalls:
+    """The step's calls written under the backend's grammar (the first pinned to the tool
+    the free answer named); weighed, the tokens' odds are asked for and the arguments'
+    odds returned. A call's values are copied from the request, not composed: they are
+    written greedily whatever the chat's temperature."""
+    budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
+    asked = replace(
+        options, json_schema=call_schema(tools, first=part.first), max_tokens=budget,
+        part=part, top_logprobs=1 if part.weigh else None, temperature=0.0,
+    )  # fmt: skip
+    text: list[str] = []
+    chosen: list[tuple[str, float]] = []
+    passed_on: list[ProviderEvent] = []
+    reply: Reply | None = None
+    async with aclosing(inner.stream(history, [], asked)) as forced:
+        async for event in forced:
+            if isinstance(event, TextChunk):
+                text.append(event.text)
+            elif isinstance(event, TokenOdds):
+                if event.chosen is not None:
+                    chosen.append(event.chosen)
+            elif isinstance(event, Reply):
+                reply = event
+            elif not isinstance(event, ThinkingChunk):
+                passed_on.append(event)
+    written = (reply.text if reply else "") or "".join(text)
+    parsed = parse_answer(written, known)
+    calls, broken = split_calls(checked_call(n, a) for n, a in parsed.calls)
+    return ConstrainedCalls(
+        calls,
+        [*broken, *parsed.broken],
+        (reply.raw or reply.text) if reply else written,
+        reply.finish_reason if reply else None,
+        arguments_odds(chosen) if part.weigh else None,
+        passed_on,
+    )
+
+
+async def read_opening(
+    inner: Provider, history: list[Message], options: RequestOptions, ask: Free
+) -> Opened:
+    """How the free answer opens, read without showing it and no further than the gate
+    needs: until a call names its tool, the first word of held prose, or plenty of prose
+    (which is then the answer)."""
+    visible = VisibleText()
+    gate = visible.gate
+    named: str | None = None
+    thought = False
+    asked = replace(options, temperature=0) if ask.greedy else options
+    async with aclosing(inner.stream(history, [], asked)) as free:
+        async for event in free:
+            thought = thought or isinstance(event, ThinkingChunk)
+            if not isinstance(event, TextChunk):
+                continue
+            for piece in visible.feed(event.text):
+                thought = thought or isinstance(piece, ThinkingChunk)
+            if gate.holding:
+                done, named = first_name(gate)
+                if done:
+                    break
+            else:
+                held = ask.hold_prose and not thought and gate.buffer[: gate.released].strip()
+                if held or len(gate.buffer.strip()) > NAME_LOOKAHEAD:
+                    break
+    if gate.holding:
+        return Opened(True, named, gate.buffer[: gate.released], thought)
+    return Opened(False, None, gate.buffer, thought)

@@ -1,0 +1,315 @@
+"""The call gate as a decision: what to ask the backend about a step, and what the answers
+decide. No I/O here: `decide` is a generator (the shape of httpx's `Auth.auth_flow`) that
+yields what to ask and receives each answer, and returns a `Decision` with its record.
+The chat's track drives it against the backend, streaming prose as it comes; calibration
+drives the same one and stops at the decision.
+
+The rules, in order:
+1. Where the answer is sampled, whether it opens a call is decided as at temperature 0: a
+   one-token probe first; if its likeliest token opens a call, the free answer is greedy.
+2. The free answer is read until a call names its tool. Prose with no call is the answer,
+   except after earlier turns where the model has a bar: prose is then held, and the turn
+   asked alone (the second look) decides: under the first request's bar, prose it is
+   (asked again, calls forbidden); over it, a call. A model that thought first chose prose.
+3. A call to a tool that is not offered is no call: no tool fits.
+4. A call that opens the answer is weighed: its odds (a probe of the same prompt) against
+   the request's bar (a first request's, or the one after earlier turns).
+5. Under its bar: on a first request's first step, with a bar for arguments, the calls are
+   written under the grammar with their tokens' odds; sure arguments carry the call.
+   After earlier turns, the second look; its pass carries the call.
+6. Still under: a plain answer. Over: the calls, written under the grammar (or as written
+   for their odds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+from desktop.core.events import BrokenCall, CallGate, GateRecord, ProviderEvent, UsageReport
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import Constrained, Probe
+from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.prompt import split_turns
+from desktop.core.tracks.step_calls import offered_tool
+
+UNCALIBRATED = "uncalibrated"
+
+
+class Calibrated(Protocol):
+    """What a model's calibration says of its gate (calibration.Calibration)."""
+
+    @property
+    def bar(self) -> float: ...
+
+    @property
+    def later_bar(self) -> float | None: ...
+
+    @property
+    def arguments_bar(self) -> float | None: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Bars:
+    """The least odds of a call for a first request (`first`) and for one after earlier
+    turns (`later`), and for a call's arguments under its bar (None: not weighed). How
+    surely a model opens a call differs from model to model, so each model's bars are
+    measured by its calibration; until then there are none (0: the model's own choice)."""
+
+    first: float = 0.0
+    later: float = 0.0
+    arguments: float | None = None
+    source: str = UNCALIBRATED
+
+    @classmethod
+    def of(cls, calibration: Calibrated | None) -> Bars:
+        if calibration is None:
+            return cls()
+        later = calibration.bar if calibration.later_bar is None else calibration.later_bar
+        return cls(calibration.bar, later, calibration.arguments_bar, calibration.source)
+
+    def for_request(self, messages: Sequence[Message]) -> tuple[float, str]:
+        """The bar that judges this request's calls, and where it came from."""
+        if split_turns(messages)[0]:
+            later = "" if self.source == UNCALIBRATED else ", after earlier turns"
+            return self.later, f"{self.source}{later}"
+        return self.first, self.source
+
+    def for_second_look(self, messages: Sequence[Message]) -> tuple[float, str] | None:
+        """The bar for the turn asked alone (None for a first request: no earlier turns)."""
+        if not split_turns(messages)[0]:
+            return None
+        return self.first, f"{self.source}, the turn alone"
+
+
+@dataclass(frozen=True)
+class Free:
+    """The step's own answer, read until a call names its tool; `greedy`: at temperature
+    0; `hold_prose`: prose is not shown until the second look has judged (and the answer
+    stops at its first word)."""
+
+    greedy: bool = False
+    hold_prose: bool = False
+    kind: Literal["free"] = "free"
+
+
+Ask = Probe | Free | Constrained
+
+
+@dataclass(frozen=True)
+class Odds:
+    """A probe's answer: the odds of a call, and whether the likeliest token opens one."""
+
+    odds: float
+    opens: bool
+
+
+@dataclass(frozen=True)
+class Opened:
+    """How the free answer went: whether it opened a call (and the tool it named, as
+    written), the prose before it (or all of it), and whether the model thought first."""
+
+    call: bool
+    named: str | None = None
+    prose: str = ""
+    thought: bool = False
+
+
+@dataclass(frozen=True)
+class ConstrainedCalls:
+    """The calls of a step, written under the grammar."""
+
+    calls: list[ToolCall]
+    broken: list[BrokenCall]
+    raw: str
+    finish_reason: str | None
+    arguments: float | None  # their arguments' odds, where the tokens' odds were asked for
+    passed_on: list[ProviderEvent]  # usage and notices, for the caller to pass on
+
+    @property
+    def tokens(self) -> int:
+        """The tokens written, as the backend reported them."""
+        return sum(e.completion_tokens for e in self.passed_on if isinstance(e, UsageReport))
+
+
+Answer = Odds | Opened | ConstrainedCalls
+
+
+@dataclass(frozen=True)
+class Call:
+    """Make the calls: those written under the grammar for their odds, or (None) to be
+    written now; the first pinned to `first`. `prose` was shown before them."""
+
+    written: ConstrainedCalls | None
+    first: str | None
+    prose: str
+    record: GateRecord
+    alone_written: ConstrainedCalls | None = None
+    kind: Literal["call"] = "call"
+
+
+@dataclass(frozen=True)
+class Plain:
+    """Answer in text instead, asked again: with the tool prompt kept and calls forbidden
+    (`keep_tools`: prose after the second look), or without tools. `shown`: prose of the
+    free answer already shown, which the answer goes on from. `written`: calls written to
+    weigh them, not made."""
+
+    reason: str
+    keep_tools: bool
+    shown: str
+    record: GateRecord
+    written: ConstrainedCalls | None = None
+    alone_written: ConstrainedCalls | None = None
+    kind: Literal["plain"] = "plain"
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """The free answer was prose, and it is the answer."""
+
+    record: GateRecord
+    kind: Literal["spoken"] = "spoken"
+
+
+Decision = Call | Plain | Spoken
+Gate = Generator[Ask, Answer, Decision]
+
+
+def first_request_step(messages: Sequence[Message]) -> bool:
+    """A first request (no earlier turns), nothing answered in it yet (no call, no result)."""
+    earlier, current = split_turns(messages)
+    return not earlier and not any(m.role in ("assistant", "tool") for m in current)
+
+
+def decide(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    bars: Bars,
+    *,
+    odds_reported: bool,
+    sampled: bool,
+    measuring: bool = False,
+    look_again: bool = False,
+) -> Gate:
+    """The gate's rules (see the module) over one step of `messages` offering `tools`.
+    `odds_reported`: the backend gives token odds; `sampled`: the answer is asked at a
+    temperature above 0. For calibration, which reads what other bars would decide:
+    `measuring` (the bars are chosen from these answers): every call that could be
+    weighed is written with its arguments' odds, and every second look weighs;
+    `look_again`: after earlier turns, the second look is asked whatever the request's
+    odds."""
+    bar, source = bars.for_request(messages)
+    alone_bar = bars.for_second_look(messages)
+    arguments_bar = bars.arguments if first_request_step(messages) or alone_bar else None
+    alone_bar_value, alone_source = alone_bar if alone_bar is not None else (None, None)
+    record = GateRecord(bar, source, alone_bar_value, alone_source, arguments_bar)
+    may_look_again = odds_reported and bool(messages) and messages[-1].role == "user"
+    # Uncalibrated, prose stands: no bar to hold it to (calibration reads what a bar would).
+    barred = bars.first > 0 or measuring or look_again
+    looking = barred and may_look_again and alone_bar is not None
+    probed: Odds | None = None
+    if sampled and odds_reported:
+        probed = yield from _ask_odds(Probe(opening=True))
+        record = replace(record, opening=probed.odds)
+    opened = yield from _read(Free(greedy=probed is not None and probed.opens, hold_prose=looking))
+    looking = looking and not opened.thought
+    judged: CallGate | None = None
+    written: ConstrainedCalls | None = None
+    alone_written: ConstrainedCalls | None = None
+    prose = opened.prose
+    if looking and not opened.call and opened.prose.strip():  # rule 2: the second look
+        looked = yield from _second_look(messages, bars, None, always_weigh=measuring)
+        assert looked is not None  # after earlier turns there is one
+        alone, alone_written = looked
+        record = replace(record, alone=alone)
+        if not alone.passed:
+            no = "the call gate said no call, for the turn alone"
+            return Plain(no, True, "", replace(record, verdict="plain", reason=no),
+                         alone_written=alone_written)  # fmt: skip
+        prose, judged = "", alone
+        written = alone_written if alone.arguments_sure else None
+    elif not opened.call:
+        return Spoken(replace(record, verdict="prose", reason="the model answered in words"))
+    first = offered_tool(opened.named, tools) if opened.named else None
+    if opened.named and first is None:  # rule 3
+        why = f"the call named {opened.named!r}, which is not an offered tool"
+        return Plain(why, False, prose, replace(record, verdict="plain", reason=why))
+    if judged is None and not prose.strip() and odds_reported:  # rule 4
+        odds = probed if probed is not None else (yield from _ask_odds(Probe()))
+        judged = CallGate(odds.odds, bar, source)
+        record = replace(record, request=judged)
+    weighed_here = judged is not None and judged is record.request
+    reading = measuring or look_again
+    if weighed_here and judged is not None and (not judged.passed or reading):  # rule 5
+        weigh = first_request_step(messages) and (measuring or bars.arguments is not None)
+        if weigh and (not judged.passed or measuring):
+            written = yield from _write(Constrained(first, weigh=True))
+        if not judged.passed or reading:
+            looked = yield from _second_look(messages, bars, first, always_weigh=measuring)
+            if looked is not None:
+                alone, alone_written = looked
+                record = replace(record, alone=alone)
+                if alone.passed and not judged.passed:
+                    judged = alone
+                    written = alone_written if alone.arguments_sure else None
+        if not judged.passed and written is not None:
+            judged = replace(judged, arguments=written.arguments, arguments_bar=bars.arguments)
+            record = replace(record, request=judged)
+        if not judged.passed:  # rule 6
+            no = "the call gate said no call" + (", nor were its arguments sure" if written else "")
+            return Plain(no, False, "", replace(record, verdict="plain", reason=no),
+                         written, alone_written)  # fmt: skip
+    why = _why_a_call(judged)
+    return Call(written, first, prose, replace(record, verdict="call", reason=why), alone_written)
+
+
+def _why_a_call(judged: CallGate | None) -> str:
+    if judged is None:
+        return "a call after prose, or no odds to weigh: the model's own choice"
+    if judged.arguments_sure:
+        return "under the bar, but sure of its arguments"
+    if judged.source == UNCALIBRATED:
+        return "no bar until calibrated: the model's own choice"
+    return "the odds of a call reached the bar"
+
+
+def _second_look(
+    messages: Sequence[Message], bars: Bars, first: str | None, *, always_weigh: bool
+) -> Generator[Ask, Answer, tuple[CallGate, ConstrainedCalls | None] | None]:
+    """The current turn asked alone, judged as a first request by the first bars: its
+    odds, and where it opens a call that needs (or, measuring, may get) weighing, its calls
+    written under the grammar with their arguments' odds. None for a first request."""
+    bar = bars.for_second_look(messages)
+    if bar is None:
+        return None
+    odds = yield from _ask_odds(Probe(alone=True))
+    gate = CallGate(odds.odds, *bar)
+    weigh = always_weigh or (not gate.passed and bars.arguments is not None)
+    # After a result in this turn the model writes the call that made it again, surely.
+    if not (odds.opens and weigh and first_request_step(split_turns(messages)[1])):
+        return gate, None
+    written = yield from _write(Constrained(first, weigh=True, alone=True))
+    return replace(gate, arguments=written.arguments, arguments_bar=bars.arguments), written
+
+
+def _ask_odds(ask: Probe) -> Generator[Ask, Answer, Odds]:
+    answer = yield ask
+    assert isinstance(answer, Odds), answer
+    return answer
+
+
+def _read(ask: Free) -> Generator[Ask, Answer, Opened]:
+    answer = yield ask
+    assert isinstance(answer, Opened), answer
+    return answer
+
+
+def _write(ask: Constrained) -> Generator[Ask, Answer, ConstrainedCalls]:
+    answer = yield ask
+    assert isinstance(answer, ConstrainedCalls), answer
+    return answer
