@@ -488,7 +488,7 @@ async def run_calibrated(
     return results
 
 
-async def main() -> None:
+async def run() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--modes", default="emulated,constrained,ungated,native,native-raw")
@@ -555,5 +555,9 @@ async def main() -> None:
     details.write_text(json.dumps(results, indent=1))
 
 
+def main() -> None:
+    asyncio.run(run())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from desktop.core.models.download import download_file
 from desktop.core.models.hub import HubFile
 from tests.support.hub_server import FakeHub, HubFileData, HubRepoData
@@ -48,7 +46,7 @@ async def app(url: str, file: HubFile, folder: Path) -> float:
     return time.perf_counter() - began
 
 
-async def main() -> int:
+async def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # The catalogue's smallest model is 491 MB: downloads are that size or larger.
     parser.add_argument("--mb", type=int, default=491)
@@ -74,5 +72,9 @@ async def main() -> int:
     return 0
 
 
+def main() -> None:
+    sys.exit(asyncio.run(run()))
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    main()

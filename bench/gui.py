@@ -80,7 +80,8 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
     arguments = ["--tokens", str(tokens), "--rate", str(rate)]
     server = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(HERE / "synthetic_server.py"),
+        "-m",
+        "bench.synthetic_server",
         *arguments,
         stdout=asyncio.subprocess.PIPE,
     )
@@ -121,7 +122,7 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
 def open_long_conversation(messages: int) -> float:
     from PySide6.QtWidgets import QApplication
 
-    from desktop.core.messages import Image, Message, ToolCall
+    from desktop.core.messages import Image, Message, MessageMeta, ToolCall
     from desktop.core.tools.builtin.charts import render_chart
     from desktop.ui.app import build
 
@@ -143,11 +144,7 @@ def open_long_conversation(messages: int) -> float:
                 f"c{i}", "create_chart", {"type": "bar", "labels": ["a", "b"], "values": [1, 2]}
             )
             store.append(chat, Message.assistant("", [call]))
-            meta = {
-                "duration_ms": 40.0,
-                "error": None,
-                "images": [Image(png, "image/png").to_dict()],
-            }
+            meta = MessageMeta(40.0, None, (Image(png, "image/png"),))
             store.append(chat, Message.tool(f"c{i}", "create_chart", "Created a chart.", meta=meta))
             i += 2
         else:
@@ -172,7 +169,6 @@ async def download_stall(mb: int) -> dict[str, float]:
     """The longest event-loop stall while the Models dialog downloads `mb` MB at full speed
     from a local stand-in for the Hub (a real socket; the transfer runs in a child)."""
 
-    sys.path.insert(0, str(HERE.parent))
     import threading
 
     from desktop.core.models.hub import Hub

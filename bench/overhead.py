@@ -68,7 +68,7 @@ async def loop_run(url: str, tokens: int) -> tuple[int, float]:
     return count, elapsed
 
 
-async def main() -> None:
+async def run() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--tokens", type=int, default=256)
@@ -83,7 +83,8 @@ async def main() -> None:
         url = server.base_url
     try:
         await raw_run(url, 16)  # warm up: load pages, fill the prompt cache
-        raw_rates, loop_rates = [], []
+        raw_rates: list[float] = []
+        loop_rates: list[float] = []
         for _ in range(args.rounds):
             for runner, rates in ((raw_run, raw_rates), (loop_run, loop_rates)):
                 count, seconds = await runner(url, args.tokens)
@@ -99,5 +100,9 @@ async def main() -> None:
             server.stop()
 
 
+def main() -> None:
+    asyncio.run(run())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from accuracy import (
+from bench.accuracy import (
     DEFAULT_CASES,
     expected_tools,
     halves,
@@ -26,7 +26,6 @@ from accuracy import (
     tool_pool,
     tools_of,
 )
-
 from desktop.core.tools.selection import ToolSelector
 
 

@@ -14,7 +14,7 @@ request within the turn). `event_to_dict` gives the JSON form the CLI prints wit
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from desktop.core.messages import Image, ToolCall
 
@@ -39,7 +39,7 @@ class UsageReport:
     completion_tokens: int
     # Prompt tokens the server took from its cache (llama.cpp `timings.cache_n`), if it says.
     cached_tokens: int | None = None
-    kind: Literal["usage"] = "usage"
+    kind: Literal["usage_report"] = "usage_report"
 
 
 @dataclass(frozen=True)
@@ -284,17 +284,8 @@ Event = (
     | TurnFailed
 )
 
-EVENT_KINDS: tuple[str, ...] = (
-    "text_delta",
-    "thinking_delta",
-    "tool_call",
-    "tool_rejected",
-    "tool_started",
-    "tool_result",
-    "usage",
-    "warning",
-    "turn_finished",
-    "turn_failed",
+EVENT_KINDS: tuple[str, ...] = tuple(
+    cls.__dataclass_fields__["kind"].default for cls in get_args(Event)
 )
 
 

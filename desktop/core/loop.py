@@ -38,7 +38,7 @@ from desktop.core.events import (
 )
 from desktop.core.judge import Judge
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
-from desktop.core.messages import Image, Message, ToolCall, without_surrogates
+from desktop.core.messages import Image, Message, MessageMeta, ToolCall, without_surrogates
 from desktop.core.offer import ToolOffer
 from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.tools.dedupe import Deduplicator
@@ -252,7 +252,7 @@ async def _judge_calls(
             step.number, call.name, call.arguments, verdict.reason, verdict.stage, call.id
         )
         step.results[call.id] = Message.tool(
-            call.id, call.name, verdict.reason, rejected=True, meta={"stage": verdict.stage}
+            call.id, call.name, verdict.reason, rejected=True, meta=MessageMeta(stage=verdict.stage)
         )
     for broken in reply.broken_calls:
         judge.spend_broken()
@@ -269,17 +269,13 @@ async def _run_calls(toolbox: Toolbox, vision: bool, step: _Step) -> AsyncGenera
             yield result
             if isinstance(result, ToolStarted):
                 continue
-            meta = {
-                "duration_ms": result.duration_ms,
-                "error": result.error,
-                "images": [image.to_dict() for image in result.images],
-            }
+            meta = MessageMeta(result.duration_ms, result.error, tuple(result.images))
             content = result.content
             if result.images and not vision:
                 # Said where it reads naturally: a separate note about what the model
                 # cannot see was copied into answers word for word.
                 content += f"\n{NOT_SEEN}"
-                meta["sent_to_model"] = False
+                meta = replace(meta, sent_to_model=False)
             step.results[result.id] = Message.tool(result.id, result.name, content, meta=meta)
             step.images.extend((result.name, image) for image in result.images)
             tool = toolbox.get(result.name)
@@ -295,7 +291,7 @@ def _committed(text: str, step: _Step, vision: bool) -> list[Message]:
     messages.extend(step.results[c.id] for c in step.calls)
     if step.notes:
         notes = Message.user("\n".join(step.notes))
-        notes.meta = {"step_notes": len(step.notes)}
+        notes.meta = MessageMeta(step_notes=len(step.notes))
         messages.append(notes)
     if step.images and vision:
         messages.append(_images_message(step.images))
@@ -349,7 +345,7 @@ def _images_message(images: list[tuple[str, Image]]) -> Message:
     user images)."""
     names = ", ".join(dict.fromkeys(name for name, _ in images))
     message = Message.user(f"[Images from the tool results: {names}]", [i for _, i in images])
-    message.meta = {"tool_images": len(images), "sent_to_model": True}
+    message.meta = MessageMeta(tool_images=len(images), sent_to_model=True)
     return message
 
 

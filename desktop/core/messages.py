@@ -150,6 +150,69 @@ class ToolCall:
         return cls(id=str(raw["id"]), name=str(raw["name"]), arguments=dict(raw["arguments"]))
 
 
+@dataclass(frozen=True)
+class MessageMeta:
+    """What the app keeps about a message and never sends to a model. On a tool message:
+    how long the call took, its error, its images (for the card) and whether they went to
+    the model, or (`stage`) which check refused the call. On a user message the loop
+    wrote: how many tool images it carries, or notes on calls that could not be read. On
+    an answer: that it was stopped before its end. Stored as the JSON object it always was
+    (`to_dict`); keys a newer version wrote are kept as they are (`other`)."""
+
+    duration_ms: float | None = None
+    error: str | None = None
+    images: tuple[Image, ...] = ()
+    sent_to_model: bool | None = None
+    stage: str | None = None
+    tool_images: int | None = None
+    step_notes: int | None = None
+    stopped: bool = False
+    other: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(self.other)
+        for name in ("duration_ms", "error", "sent_to_model", "stage", "tool_images",
+                     "step_notes"):  # fmt: skip
+            value = getattr(self, name)
+            if value is not None or (name == "error" and self.duration_ms is not None):
+                out[name] = value
+        if self.images or self.duration_ms is not None:
+            out["images"] = [image.to_dict() for image in self.images]
+        if self.stopped:
+            out["stopped"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> MessageMeta:
+        """The meta an older or another version stored; values of the wrong type are left
+        out, never raised on (the store skips only what it cannot read at all)."""
+        if not isinstance(raw, dict):
+            return cls()
+        known = {"duration_ms", "error", "images", "sent_to_model", "stage", "tool_images",
+                 "step_notes", "stopped"}  # fmt: skip
+        number = raw.get("duration_ms")
+        images = raw.get("images")
+        return cls(
+            duration_ms=float(number) if isinstance(number, int | float) else None,
+            error=raw["error"] if isinstance(raw.get("error"), str) else None,
+            images=tuple(Image.from_dict(i) for i in images) if isinstance(images, list) else (),
+            sent_to_model=_bool_or_none(raw.get("sent_to_model")),
+            stage=raw["stage"] if isinstance(raw.get("stage"), str) else None,
+            tool_images=_int_or_none(raw.get("tool_images")),
+            step_notes=_int_or_none(raw.get("step_notes")),
+            stopped=raw.get("stopped") is True,
+            other={k: v for k, v in raw.items() if k not in known},
+        )
+
+
+def _bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 @dataclass
 class Message:
     """One message of a conversation.
@@ -166,7 +229,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     rejected: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: MessageMeta = field(default_factory=MessageMeta)
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -190,7 +253,7 @@ class Message:
         content: str,
         *,
         rejected: bool = False,
-        meta: dict[str, Any] | None = None,
+        meta: MessageMeta | None = None,
     ) -> Message:
         return cls(
             "tool",
@@ -198,7 +261,7 @@ class Message:
             tool_call_id=call_id,
             name=name,
             rejected=rejected,
-            meta=dict(meta or {}),
+            meta=meta or MessageMeta(),
         )
 
     @property
@@ -213,7 +276,8 @@ class Message:
     def from_the_loop(self) -> bool:
         """A user-role message the tool loop wrote (a step's notes on calls it could not
         run, or tool images for a model that sees), not the person's."""
-        return self.role == "user" and ("tool_images" in self.meta or "step_notes" in self.meta)
+        loop = self.meta.tool_images is not None or self.meta.step_notes is not None
+        return self.role == "user" and loop
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
@@ -225,8 +289,8 @@ class Message:
             out["name"] = self.name
         if self.rejected:
             out["rejected"] = True
-        if self.meta:
-            out["meta"] = self.meta
+        if meta := self.meta.to_dict():
+            out["meta"] = meta
         return out
 
     @classmethod
@@ -241,7 +305,7 @@ class Message:
             tool_call_id=raw.get("tool_call_id"),
             name=raw.get("name"),
             rejected=bool(raw.get("rejected", False)),
-            meta=dict(raw.get("meta") or {}),
+            meta=MessageMeta.from_dict(raw.get("meta")),
         )
 
 

@@ -15,7 +15,7 @@ from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.connection import NOT_CONNECTED, Connection
 from desktop.core.events import Event, TextDelta
 from desktop.core.loop import LoopSettings, run_turn
-from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.providers.discovery import Found, discover
 from desktop.core.providers.probing import CapabilityCache
@@ -126,7 +126,7 @@ class Session:
         traced = TracingProvider(provider)
         self._raw = provider
         self.model_key = f"{backend}:{provider.label}"
-        active, track = on_track(traced, self.settings.track, self.calibration)  # type: ignore[arg-type]
+        active, track = on_track(traced, self.settings.track, self.calibration)
         self._provider, self._traced, self._active = None, traced, active
         self.connection = Connection(
             True, f"Connected to {provider.label}.", backend, "", "", track, provider.capabilities,
@@ -174,7 +174,7 @@ class Session:
         self.model_key = model_key(provider.kind, provider.model, file)
         self._raw = provider
         traced = TracingProvider(provider)
-        active, track = on_track(traced, self.settings.track, self.calibration)  # type: ignore[arg-type]
+        active, track = on_track(traced, self.settings.track, self.calibration)
         self._provider, self._traced, self._active = provider, traced, active
         note = f" ({probed.error})" if probed.error else ""
         self.connection = Connection(
@@ -276,7 +276,7 @@ class Session:
             self._calibrator = None
         self.calibrations.put(calibration)
         if self._traced is not None and calibration.model == self.model_key:
-            active, track = on_track(self._traced, self.settings.track, calibration)  # type: ignore[arg-type]
+            active, track = on_track(self._traced, self.settings.track, calibration)
             self._active = active
             self.connection = replace(self.connection, track=track)
         return calibration
@@ -458,7 +458,7 @@ class Session:
         preset = self.preset_of(conversation_id)
         active, track = self._active, self.connection.track
         if preset is not None and preset.track and preset.track != self.settings.track:
-            active, track = on_track(self._traced, preset.track, self.calibration)  # type: ignore[arg-type]
+            active, track = on_track(self._traced, preset.track, self.calibration)
         trace = self._traced.start_turn(track)
         self.traces.setdefault(conversation_id, []).append(trace)
         temperature = self.settings.temperature
@@ -503,6 +503,6 @@ class Session:
         finally:
             if partial.strip():
                 cut = Message.assistant(partial)
-                cut.meta["stopped"] = True
+                cut.meta = MessageMeta(stopped=True)
                 conversation.append(cut)
                 self.store.append(conversation_id, cut)

@@ -181,7 +181,7 @@ Stored = list[tuple[int, Message]]  # (seq, message) of the shown branch, in ord
 
 def _feeds_back_images(message: Message) -> bool:
     """The user message that carries tool images to the model: marks cards, shows nothing."""
-    return message.role == "user" and "tool_images" in message.meta
+    return message.role == "user" and message.meta.tool_images is not None
 
 
 def _has_bubble(message: Message) -> bool:
@@ -277,8 +277,8 @@ class ChatView(QScrollArea):
         for seq, message in messages:
             if _feeds_back_images(message):
                 for card in cards.values():
-                    card.mark_images(bool(message.meta.get("sent_to_model")))
-            if "step_notes" in message.meta:  # calls that could not be read: no card of theirs
+                    card.mark_images(bool(message.meta.sent_to_model))
+            if message.meta.step_notes is not None:  # calls that could not be read: no card
                 widgets.append(_note_label(message.text, "note"))
             if message.from_the_loop:
                 continue
@@ -297,14 +297,11 @@ class ChatView(QScrollArea):
                 if message.rejected:
                     card.reject(message.text)
                 else:
-                    images = [Image.from_dict(i) for i in message.meta.get("images", [])]
+                    images = list(message.meta.images)
                     card.finish(
-                        message.text,
-                        message.meta.get("error"),
-                        float(message.meta.get("duration_ms", 0.0)),
-                        images,
+                        message.text, message.meta.error, message.meta.duration_ms or 0.0, images
                     )
-                    if images and message.meta.get("sent_to_model") is False:
+                    if images and message.meta.sent_to_model is False:
                         card.mark_images(False)
         return widgets
 

@@ -24,7 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.errors import LoomchatError
-from desktop.core.storage.presets import MAX_NAME_CHARS, TRACKS, Preset, PresetBook
+from desktop.core.storage.presets import (
+    MAX_NAME_CHARS,
+    TRACKS,
+    Preset,
+    PresetBook,
+    PresetTrack,
+)
 from desktop.ui.accessible import complete, describe
 
 TRACK_NAMES = {"": "The connection's", "emulated": "Emulated", "native": "Native", "auto": "Auto"}
@@ -140,8 +146,10 @@ class PresetsDialog(QDialog):
             self.message.setText("A preset needs a name.")
             return False
         temperature = self.temperature.value() if self.own_temperature.isChecked() else None
+        chosen = [t for t in TRACKS if t == self.track.currentData()]
+        track: PresetTrack = chosen[0] if chosen else ""
         preset = Preset(name, self.system_prompt.toPlainText().strip(), temperature,
-                        self.tools.isChecked(), str(self.track.currentData()))  # fmt: skip
+                        self.tools.isChecked(), track)  # fmt: skip
         try:
             self.book.put(preset, replacing=self.shown)
         except LoomchatError as exc:

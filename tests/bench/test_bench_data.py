@@ -29,9 +29,18 @@ def test_its_checker_passes_its_own_self_test() -> None:
 
 
 def test_the_bench_reads_it_from_the_repository() -> None:
-    sys.path.insert(0, str(DATA.parents[1]))
-    try:
-        import accuracy  # type: ignore[import-not-found]  # bench/ is no package
-    finally:
-        sys.path.pop(0)
+    from bench import accuracy
+
     assert accuracy.DEFAULT_CASES == DATA / "cases.jsonl"
+
+
+def test_every_benchmark_is_named_and_runs_from_the_package() -> None:
+    done = subprocess.run([sys.executable, "-m", "bench"], capture_output=True, text=True,
+                          timeout=60, cwd=DATA.parents[2])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("accuracy", "overhead", "gui", "downloads", "selection_recall"):
+        assert f"  {name} " in done.stdout
+        shown = subprocess.run([sys.executable, "-m", "bench", name, "--help"],
+                               capture_output=True, text=True, timeout=60,
+                               cwd=DATA.parents[2])  # fmt: skip
+        assert shown.returncode == 0 and "usage:" in shown.stdout, name

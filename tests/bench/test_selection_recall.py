@@ -1,28 +1,20 @@
 """The tool selection's limit is the one its bench argues for: no case a longer list keeps
-is lost (bench/selection_recall.py, no model involved)."""
+is lost (`python -m bench selection_recall`, no model involved)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from desktop.core.tools.selection import SELECTED
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 @pytest.fixture(scope="module")
 def recall_bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import selection_recall  # type: ignore[import-not-found]  # bench/ is no package
-    finally:
-        sys.path.pop(0)
-    module: ModuleType = selection_recall
-    return module
+    from bench import selection_recall
+
+    return selection_recall
 
 
 def test_the_limit_keeps_every_case_a_longer_list_keeps_and_one_less_would_not(

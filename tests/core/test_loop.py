@@ -566,7 +566,7 @@ async def test_tool_images_become_a_note_for_a_model_without_vision() -> None:
     result = provider.requests[1].messages[-1]
     assert result.role == "tool" and result.images == []
     assert result.text == f"a chart\n{NOT_SEEN}" and "user's screen" in NOT_SEEN
-    assert result.meta["sent_to_model"] is False and len(result.meta["images"]) == 1
+    assert result.meta.sent_to_model is False and len(result.meta.images) == 1
     assert not any("cannot see" in m.text for m in provider.requests[1].messages)
     shown = next(e for e in events if isinstance(e, ToolResult))
     assert shown.content == "a chart" and len(shown.images) == 1  # the card shows it all
@@ -661,9 +661,7 @@ async def test_each_rejection_says_which_check_refused_it() -> None:
         (None, "parse"),
         ("e", "repeat"),
     ]
-    stored = {
-        m.tool_call_id: m.meta.get("stage") for m in conversation if m.role == "tool" and m.rejected
-    }
+    stored = {m.tool_call_id: m.meta.stage for m in conversation if m.role == "tool" and m.rejected}
     assert stored == {"b": "cooldown", "c": "validation", "d": "validation", "e": "repeat"}
 
 

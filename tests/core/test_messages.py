@@ -72,3 +72,27 @@ def test_fingerprint_ignores_key_order() -> None:
     assert fingerprint("t", {"a": {"x": 1, "y": 2}}) == fingerprint("t", {"a": {"y": 2, "x": 1}})
     assert fingerprint("t", {"a": 1}) != fingerprint("u", {"a": 1})
     assert fingerprint("t", {"a": 1}) != fingerprint("t", {"a": "1"})
+
+
+def test_a_messages_meta_is_typed_and_stored_as_it_always_was() -> None:
+    """The meta of each kind of message, as versions before the typed record stored it, reads
+    into the record and writes back the same JSON; keys a newer version adds are kept."""
+    from desktop.core.messages import Image, Message, MessageMeta
+
+    png = Image.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 30)
+    stored = [
+        {"duration_ms": 12.5, "error": None, "images": [png.to_dict()]},
+        {"duration_ms": 3.0, "error": "Tool x timed out", "images": [png.to_dict()],
+         "sent_to_model": False},
+        {"stage": "repeat"},
+        {"step_notes": 2},
+        {"tool_images": 1, "sent_to_model": True},
+        {"stopped": True},
+        {"stage": "denied", "from_a_newer_version": [1, 2]},
+    ]  # fmt: skip
+    for meta in stored:
+        message = Message.from_dict({"role": "tool", "parts": [], "meta": meta})
+        assert isinstance(message.meta, MessageMeta)
+        assert message.to_dict()["meta"] == meta
+    odd = Message.from_dict({"role": "tool", "parts": [], "meta": {"duration_ms": "slow"}})
+    assert odd.meta.duration_ms is None and odd.meta.other == {}

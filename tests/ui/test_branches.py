@@ -140,7 +140,7 @@ def test_a_stopped_answer_is_kept_and_can_be_regenerated(
     conversation = window.conversation_id
     assert conversation is not None
     stored = [m for _, m in window.store.messages(conversation)]
-    assert stored[-1].text == "Half an answer" and stored[-1].meta == {"stopped": True}
+    assert stored[-1].text == "Half an answer" and stored[-1].meta.to_dict() == {"stopped": True}
     window.conversation_id = None
     window.open_conversation(conversation)  # opened again: still there, with its actions
     answer = last(window, "assistant")

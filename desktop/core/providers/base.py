@@ -11,12 +11,11 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, assert_never
 
+from desktop.core.backend_kind import Track as Track  # where the tracks are named
 from desktop.core.errors import LoomchatError
 from desktop.core.events import BrokenCall, ProviderEvent
 from desktop.core.messages import Message, ToolCall, new_call_id
 from desktop.core.tool_spec import ToolSpec
-
-Track = Literal["auto", "native", "emulated"]
 
 
 @dataclass(frozen=True)

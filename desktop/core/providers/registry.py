@@ -14,24 +14,62 @@ from desktop.core.providers.ollama import DEFAULT_NUM_CTX, OllamaProvider
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 
 
+class Factory(Protocol):
+    """How a backend's provider is made: its address, model, key and context size."""
+
+    def __call__(
+        self, url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+    ) -> ProbingProvider: ...
+
+
+def _ollama(
+    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+) -> ProbingProvider:
+    return OllamaProvider(url, model, num_ctx=num_ctx or DEFAULT_NUM_CTX)
+
+
+def _koboldcpp(
+    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+) -> ProbingProvider:
+    return KoboldCppProvider(url, model, api_key=api_key)
+
+
+def _lmstudio(
+    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+) -> ProbingProvider:
+    return LMStudioProvider(url, model, api_key=api_key)
+
+
+def _llamacpp(
+    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+) -> ProbingProvider:
+    return LlamaCppProvider(url, model, api_key=api_key)
+
+
+def _openai(
+    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+) -> ProbingProvider:
+    return OpenAICompatProvider(url, model, name=name, api_key=api_key)
+
+
 @dataclass(frozen=True)
 class Backend:
     kind: BackendKind
     name: str
     default_url: str
+    make: Factory
 
 
-_NAMES_AND_ADDRESSES: dict[BackendKind, tuple[str, str]] = {
-    "ollama": ("Ollama", "http://127.0.0.1:11434"),
-    "lmstudio": ("LM Studio", "http://127.0.0.1:1234"),
-    "koboldcpp": ("KoboldCPP", "http://127.0.0.1:5001"),
-    "llamacpp": ("llama.cpp server", "http://127.0.0.1:8080"),
-    "openai": ("OpenAI-compatible server", "http://127.0.0.1:8080"),
+_BACKENDS: dict[BackendKind, tuple[str, str, Factory]] = {
+    "ollama": ("Ollama", "http://127.0.0.1:11434", _ollama),
+    "lmstudio": ("LM Studio", "http://127.0.0.1:1234", _lmstudio),
+    "koboldcpp": ("KoboldCPP", "http://127.0.0.1:5001", _koboldcpp),
+    "llamacpp": ("llama.cpp server", "http://127.0.0.1:8080", _llamacpp),
+    "openai": ("OpenAI-compatible server", "http://127.0.0.1:8080", _openai),
 }
-# In the order of BACKEND_KINDS; a kind without a name and address is a KeyError at import.
-BACKENDS: dict[str, Backend] = {
-    kind: Backend(kind, *_NAMES_AND_ADDRESSES[kind]) for kind in BACKEND_KINDS
-}
+# In the order of BACKEND_KINDS; a kind without its entry is a KeyError at import, never a
+# backend that silently becomes another.
+BACKENDS: dict[str, Backend] = {kind: Backend(kind, *_BACKENDS[kind]) for kind in BACKEND_KINDS}
 
 
 class ProbingProvider(Provider, Protocol):
@@ -68,12 +106,4 @@ def make_provider(
     if backend is None:
         raise ValueError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
     url = url or backend.default_url
-    if kind == "ollama":
-        return OllamaProvider(url, model, num_ctx=num_ctx or DEFAULT_NUM_CTX)
-    if kind == "koboldcpp":
-        return KoboldCppProvider(url, model, api_key=api_key)
-    if kind == "lmstudio":
-        return LMStudioProvider(url, model, api_key=api_key)
-    if kind == "llamacpp":
-        return LlamaCppProvider(url, model, api_key=api_key)
-    return OpenAICompatProvider(url, model, name=backend.name, api_key=api_key)
+    return backend.make(url, model, name=backend.name, api_key=api_key, num_ctx=num_ctx)

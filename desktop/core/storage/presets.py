@@ -12,7 +12,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import jsonschema
 
@@ -20,7 +20,9 @@ from desktop.core.errors import LoomchatError
 from desktop.core.storage.jsonfile import DamagedFile, parse, read_bytes, read_json, write_json
 
 PRESETS_FILE = "presets.json"
-TRACKS = ("", "emulated", "native", "auto")  # "": the connection's own
+# "": the connection's own track
+PresetTrack = Literal["", "emulated", "native", "auto"]
+TRACKS: tuple[PresetTrack, ...] = get_args(PresetTrack)
 MAX_NAME_CHARS = 80
 MAX_PROMPT_CHARS = 100_000
 
@@ -57,7 +59,7 @@ class Preset:
     system_prompt: str = ""
     temperature: float | None = None  # None: the settings' (or the server's)
     tools: bool = True
-    track: str = ""  # "": the connection's track
+    track: PresetTrack = ""  # "": the connection's track
 
     @classmethod
     def from_dict(cls, data: Any) -> Preset:

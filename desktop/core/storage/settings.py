@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 
-from desktop.core.backend_kind import BACKEND_KINDS
+from desktop.core.backend_kind import BACKEND_KINDS, TRACKS, Track
 from desktop.core.errors import LoomchatError
 from desktop.core.limits import DEFAULT_MAX_TOOL_CALLS
 from desktop.core.storage.jsonfile import DamagedFile, read_json, write_json
@@ -22,7 +22,7 @@ SCHEMA: dict[str, Any] = {
         "backend": {"enum": ["auto", "builtin", *BACKEND_KINDS]},
         "url": {"type": "string"},
         "model": {"type": "string"},
-        "track": {"enum": ["auto", "native", "emulated"]},
+        "track": {"enum": list(TRACKS)},
         "max_tool_calls": {"type": "integer", "minimum": 1, "maximum": 100},
         "cooldown_enabled": {"type": "boolean"},
         "cooldown_overrides": {"type": "object", "additionalProperties": {"type": "boolean"}},
@@ -54,7 +54,7 @@ class Settings:
     backend: str = field(default="auto", metadata=RECONNECT)
     url: str = field(default="", metadata=RECONNECT)  # empty: the backend's usual address
     model: str = field(default="", metadata=RECONNECT)
-    track: str = field(default="emulated", metadata=RECONNECT)
+    track: Track = field(default="emulated", metadata=RECONNECT)
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     cooldown_enabled: bool = True
     cooldown_overrides: dict[str, bool] = field(default_factory=dict)

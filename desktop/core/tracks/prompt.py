@@ -231,7 +231,7 @@ def _worth_telling(message: Message) -> bool:
     return (
         message.role == "tool"
         and message.rejected
-        and message.meta.get("stage") not in _MOOT_ONCE_WITHDRAWN
+        and message.meta.stage not in _MOOT_ONCE_WITHDRAWN
     )
 
 

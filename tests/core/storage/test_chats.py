@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.storage.chats import ChatStore
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 20
@@ -32,7 +32,7 @@ def sample() -> list[Message]:
             "c1",
             "create_chart",
             "a bar chart",
-            meta={"duration_ms": 12.5, "error": None, "images": [Image.from_bytes(PNG).to_dict()]},
+            meta=MessageMeta(12.5, None, (Image.from_bytes(PNG),)),
         ),
         Message.user("[Images from the tool results: create_chart]", [Image.from_bytes(PNG)]),
         Message.assistant("Sales **rise**."),
@@ -45,7 +45,7 @@ def test_messages_round_trip_in_order(store: ChatStore) -> None:
     assert seqs == [0, 1, 2, 3, 4]
     loaded = [m for _, m in store.messages(chat)]
     assert loaded == sample()
-    assert loaded[2].meta["duration_ms"] == 12.5 and loaded[3].images[0].data == PNG
+    assert loaded[2].meta.duration_ms == 12.5 and loaded[3].images[0].data == PNG
 
 
 def test_survives_reopening(tmp_path: Path) -> None:

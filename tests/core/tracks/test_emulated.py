@@ -1,5 +1,5 @@
 from desktop.core.events import Reply, TextChunk, ThinkingChunk
-from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.providers.base import RequestOptions
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.emulated import EmulatedTools
@@ -68,7 +68,7 @@ async def test_adapter_turns_null_arguments_into_a_broken_call() -> None:
 def test_history_rewrites_calls_and_results_as_plain_messages() -> None:
     """Tool results and prior calls stay visible to the model (the reference drops them)."""
     images = Message.user("[Images from the tool results: search]", [Image.from_bytes(PNG)])
-    images.meta = {"tool_images": 1, "sent_to_model": True}  # as the loop marks them
+    images.meta = MessageMeta(tool_images=1, sent_to_model=True)  # as the loop marks them
     history = [
         Message.system("You are terse."),
         Message.user("find rust notes"),
@@ -132,7 +132,7 @@ def test_the_last_step_hears_only_refusals_its_answer_should_account_for() -> No
     """A refused repeat's reason was copied into answers; a declined call must be told."""
 
     def refused(call_id: str, reason: str, stage: str) -> Message:
-        return Message.tool(call_id, "search", reason, rejected=True, meta={"stage": stage})
+        return Message.tool(call_id, "search", reason, rejected=True, meta=MessageMeta(stage=stage))
 
     history = [
         Message.user("weather?"),

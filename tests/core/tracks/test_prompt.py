@@ -1,4 +1,4 @@
-from desktop.core.messages import Image, Message, ToolCall
+from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.tracks.prompt import emulated_history, in_words, render_tool_prompt
 from tests.core.tracks.samples import CLOCK, PNG, SEARCH
 
@@ -25,9 +25,9 @@ def test_prompt_shows_name_description_schema_required_and_examples() -> None:
 
 def _turn_with_a_call(question: str, call_id: str, answer: str) -> list[Message]:
     notes = Message.user("Your call to search was not run: no such tool.")
-    notes.meta = {"step_notes": 1}
+    notes.meta = MessageMeta(step_notes=1)
     images = Message.user("[Images from the tool results: search]", [Image.from_bytes(PNG)])
-    images.meta = {"tool_images": 1, "sent_to_model": True}
+    images.meta = MessageMeta(tool_images=1, sent_to_model=True)
     return [
         Message.user(question),
         Message.assistant("Let me look.", [ToolCall(call_id, "search", {"query": question})]),

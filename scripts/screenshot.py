@@ -1,7 +1,7 @@
 """Screenshots of the real app: a real window (run it under Xvfb), the real llama-server
 with the bundled model, and a prompt that makes the model draw a chart.
 
-    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python bench/screenshot.py [--out DIR]
+    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m scripts.screenshot [--out DIR]
 
 Saves `chat.png` (the window after the answer) and `inspector.png` (with the inspector open).
 With `--look`, the look in both themes: a conversation whose last answer was regenerated
@@ -155,10 +155,8 @@ async def shoot_look(out: Path) -> None:
 async def shoot_calibration(out: Path) -> None:
     from PySide6.QtWidgets import QTabWidget
 
+    from bench.accuracy import DEFAULT_CASES, tools_of
     from desktop.ui.settings_dialog import SettingsDialog
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from accuracy import DEFAULT_CASES, tools_of
 
     cases = [json.loads(line) for line in DEFAULT_CASES.read_text().splitlines()[:60]]
     extra = {t.name: t for case in cases for t in tools_of(case)[0]}
@@ -177,6 +175,7 @@ async def shoot_calibration(out: Path) -> None:
         dialog = SettingsDialog(session.settings, session.tools.all, session.secrets, window,
                                 calibration=session.calibration)  # fmt: skip
         tabs = dialog.findChild(QTabWidget)
+        assert tabs is not None
         tabs.setCurrentIndex(tabs.count() - 1)
         dialog.resize(640, 480)
         dialog.show()
@@ -272,7 +271,6 @@ def shoot_data_folder(out: Path) -> None:
 async def shoot_models(out: Path) -> None:
     """The first run with no model server (`first-run.png`), and the Models dialog during
     a real download from a local stand-in for the Hub, stalled part-way (`models-download.png`)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from PySide6.QtWidgets import QApplication
 
     from desktop.core.models.catalogue import load_catalogue

@@ -1,0 +1,31 @@
+"""`python -m bench NAME [options]`: run one benchmark; with no name, list them."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "accuracy": "tool-call accuracy on the BFCL development set, through the real server",
+    "overhead": "tokens/s through the tool loop against a raw HTTP client, same server",
+    "gui": "launch time, idle memory, the event loop's longest stall, opening a long chat",
+    "downloads": "a model download through the app against a raw download, same stand-in Hub",
+    "selection_recall": "how often the tool selection offers a case's tools (no model)",
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHMARKS:
+        width = max(map(len, BENCHMARKS))
+        print("usage: python -m bench NAME [options]   (NAME --help for its options)\n")
+        for name, what in BENCHMARKS.items():
+            print(f"  {name:<{width}}  {what}")
+        return 0 if not argv else 2
+    module = importlib.import_module(f"bench.{argv[0]}")
+    sys.argv = [f"python -m bench {argv[0]}", *argv[1:]]
+    module.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
