@@ -95,9 +95,9 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
     window.show()
     await session.connect()
     heart = Heartbeat()
-    window.composer.setPlainText("Tell me a long story.")
+    window.pane.composer.setPlainText("Tell me a long story.")
     started = time.perf_counter()
-    window.send()
+    window.pane.send()
     heart.start()
     while not controller.busy:
         await asyncio.sleep(0.001)
@@ -105,7 +105,7 @@ async def streaming_stall(tokens: int, rate: float) -> dict[str, float]:
         await asyncio.sleep(0.01)
     elapsed = time.perf_counter() - started
     gaps = heart.stop()
-    shown = len(window.chat.bubbles()[-1].body.text.split())
+    shown = len(window.pane.chat.bubbles()[-1].body.text.split())
     await controller.shutdown()
     await session.close()
     window.close()

@@ -80,8 +80,8 @@ async def shoot(out: Path) -> None:
         window.show()
         controller.reconnect()
         await wait_for(lambda: session.connection.ok, 60, "the connection")
-        window.composer.setPlainText(PROMPT)
-        window.send()
+        window.pane.composer.setPlainText(PROMPT)
+        window.pane.send()
         await wait_for(lambda: controller.busy, 10, "the turn to start")
         await wait_for(lambda: not controller.busy, 300, "the answer")
         await asyncio.sleep(0.5)
@@ -114,13 +114,13 @@ async def shoot_look(out: Path) -> None:
         controller.reconnect()
         await wait_for(lambda: session.connection.ok, 60, "the connection")
         controller.calibrate_on_first_use = False  # it would slow the answers shown here
-        window.composer.setPlainText("What is 1234 * 5678?")
-        window.send()
+        window.pane.composer.setPlainText("What is 1234 * 5678?")
+        window.pane.send()
         await wait_for(lambda: controller.busy, 10, "the turn to start")
         await wait_for(lambda: not controller.busy, 300, "the answer")
-        last = [b for b in window.chat.bubbles() if b.role == "assistant"][-1]
+        last = [b for b in window.pane.chat.bubbles() if b.role == "assistant"][-1]
         assert last.seq is not None
-        window.regenerate(last.seq)  # a second version of the answer: "< 2/2 >"
+        window.pane.regenerate(last.seq)  # a second version of the answer: "< 2/2 >"
         await wait_for(lambda: controller.busy, 10, "the regeneration to start")
         await wait_for(lambda: not controller.busy, 300, "the regeneration")
         await asyncio.sleep(0.5)
@@ -131,19 +131,19 @@ async def shoot_look(out: Path) -> None:
         picture = Path(tempfile.mkdtemp()) / "sales.png"
         chart = {"type": "line", "title": "Sales", "labels": ["Q1", "Q2"], "values": [3, 5]}
         picture.write_bytes(render_chart(chart))
-        window.attacher.attach_files([picture])
-        await wait_for(lambda: bool(window.composer_bar.attachments), 30, "the attachment")
-        window.composer.setPlainText("What does this chart show?")
+        window.pane.attacher.attach_files([picture])
+        await wait_for(lambda: bool(window.pane.composer_bar.attachments), 30, "the attachment")
+        window.pane.composer.setPlainText("What does this chart show?")
         await asyncio.sleep(0.3)
         window.grab().save(str(out / "attachment.png"))
         QMessageBox.question = lambda *_: QMessageBox.StandardButton.Yes  # type: ignore[method-assign]
-        window.send()
+        window.pane.send()
         await wait_for(lambda: controller.busy, 10, "the turn to start")
         await wait_for(lambda: not controller.busy, 300, "the answer")
         window.set_theme("dark")
         window.new_conversation()
-        window.composer.setPlainText(PROMPT)
-        window.send()  # a chart drawn for the dark window
+        window.pane.composer.setPlainText(PROMPT)
+        window.pane.send()  # a chart drawn for the dark window
         await wait_for(lambda: controller.busy, 10, "the turn to start")
         await wait_for(lambda: not controller.busy, 300, "the answer")
         await asyncio.sleep(0.5)
@@ -169,7 +169,7 @@ async def shoot_calibration(out: Path) -> None:
         controller.reconnect()
         await wait_for(lambda: session.connection.ok, 60, "the connection")
         controller.calibrate()
-        await wait_for(lambda: window.calibration_bar.value() >= 6, 300, "some progress")
+        await wait_for(lambda: window.calibration_status.bar.value() >= 6, 300, "some progress")
         window.grab().save(str(out / "calibrating.png"))
         await wait_for(lambda: not controller.calibrating, 600, "the calibration")
         dialog = SettingsDialog(session.settings, session.tools.all, session.secrets, window,
@@ -182,8 +182,8 @@ async def shoot_calibration(out: Path) -> None:
         await asyncio.sleep(0.5)
         dialog.grab().save(str(out / "reliability-card.png"))
         dialog.close()
-        window.composer.setPlainText("What time is it in Tokyo right now?")
-        window.send()
+        window.pane.composer.setPlainText("What time is it in Tokyo right now?")
+        window.pane.send()
         await wait_for(lambda: controller.busy, 10, "the turn to start")
         await wait_for(lambda: not controller.busy, 300, "the answer")
         await asyncio.sleep(0.5)
@@ -216,8 +216,8 @@ async def shoot_second_look(out: Path) -> None:
             "Tell me a short joke.",
             "What time is it in Tokyo right now?",
         ):
-            window.composer.setPlainText(question)
-            window.send()
+            window.pane.composer.setPlainText(question)
+            window.pane.send()
             await wait_for(lambda: controller.busy, 10, "the turn to start")
             await wait_for(lambda: not controller.busy, 300, "the answer")
         await asyncio.sleep(0.5)
@@ -289,7 +289,9 @@ async def shoot_models(out: Path) -> None:
     window.resize(1180, 760)
     window.show()
     controller.reconnect()
-    await wait_for(lambda: window.pages.currentWidget() is window.first_run, 30, "the first run")
+    await wait_for(
+        lambda: window.pane.pages.currentWidget() is window.first_run, 30, "the first run"
+    )
     await asyncio.sleep(0.5)
     out.mkdir(parents=True, exist_ok=True)
     window.grab().save(str(out / "first-run.png"))

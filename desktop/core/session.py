@@ -282,8 +282,8 @@ class Session:
         return calibration
 
     async def close(self) -> None:
-        """Close the HTTP client and the MCP servers, and stop the built-in server. Safe
-        to call more than once."""
+        """The one teardown: the HTTP client, the MCP servers (and their helpers), the
+        built-in server and the chat store, in that order. Safe to call more than once."""
         if self._supervisor is not None:
             self._supervisor.cancel()
             self._supervisor = None
@@ -291,6 +291,7 @@ class Session:
         await self.tools.mcp.close()
         if self.runtime is not None:
             self.runtime.stop()
+        self.store.close()
 
     # --- conversations and turns -------------------------------------------------------
 

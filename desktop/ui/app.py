@@ -174,14 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return await run_until_quit()
         finally:
-            # The window closed only once its tasks had ended: now the MCP servers, the
-            # HTTP client and the built-in server.
+            # The window closed only once its tasks had ended: now everything behind it.
             await session.close()
+            log.info("closed")
 
-    try:
-        return run_on_qt(app, run_then_close())
-    finally:
-        if session.runtime is not None:
-            session.runtime.stop()
-        session.store.close()
-        log.info("closed")
+    return run_on_qt(app, run_then_close())

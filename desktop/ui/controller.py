@@ -19,6 +19,7 @@ from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Session
 from desktop.core.tools.toolbox import Tool
+from desktop.ui.tasks import Tasks
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class ChatController(QObject):
         super().__init__(parent)
         self.session = session
         self._task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self.tasks = Tasks()  # every job beside the turn, the dialogs' included
         self._calibration: asyncio.Task[None] | None = None
         self._connecting: asyncio.Task[None] | None = None
         # Calibrate a model on its first turn with tools; off in tests that count requests.
@@ -77,8 +78,8 @@ class ChatController(QObject):
 
     @property
     def pending(self) -> bool:
-        """A turn or a background job (connecting) is still running."""
-        return self.busy or any(not t.done() for t in self._background)
+        """A turn or a job beside it (connecting, calibrating, a download) is running."""
+        return self.busy or self.tasks.pending
 
     # --- the turn ---------------------------------------------------------------------
 
@@ -107,13 +108,13 @@ class ChatController(QObject):
             self._task.cancel()
 
     async def shutdown(self, timeout_s: float = 3.0) -> None:
-        """Stop the turn and wait for it, so that no task outlives the window."""
+        """Stop the turn and every job beside it, and wait for them, so that no task
+        outlives the window."""
+        turn = self._task
         self.stop()
-        pending = [t for t in (self._task, *self._background) if t is not None and not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending, timeout=timeout_s)
+        if turn is not None and not turn.done():
+            await asyncio.wait([turn], timeout=timeout_s)
+        await self.tasks.stop(timeout_s)
 
     async def _run(self, conversation_id: int, turn: AsyncGenerator[Event, None]) -> None:
         self.busy_changed.emit(True)
@@ -156,9 +157,7 @@ class ChatController(QObject):
 
     def in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """A short job beside the turn (reading an attachment): stopped with the window."""
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self.tasks.start(work)
 
     # --- calibration --------------------------------------------------------------------
 
@@ -170,9 +169,7 @@ class ChatController(QObject):
         """Calibrate the connected model in the background (a turn pauses it)."""
         if self.calibrating:
             return
-        self._calibration = asyncio.ensure_future(self._calibrate())
-        self._background.add(self._calibration)
-        self._calibration.add_done_callback(self._background.discard)
+        self._calibration = self.tasks.start(self._calibrate())
 
     def cancel_calibration(self) -> None:
         if self._calibration is not None:
@@ -203,10 +200,7 @@ class ChatController(QObject):
         self.cancel_calibration()  # it belongs to the model being left
         if self._connecting is not None:
             self._connecting.cancel()
-        task = asyncio.ensure_future(self._connect())
-        self._connecting = task
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._connecting = self.tasks.start(self._connect())
 
     async def _connect(self) -> None:
         self.connection_changed.emit(

@@ -66,7 +66,7 @@ async def _download_from_first_run(
     """What a new user does with no model server: the first-run screen's first button
     (Download <recommended model>), then wait for the chat, with no other click."""
     first = await connections.next(60)
-    shown = window.pages.currentWidget() is window.first_run
+    shown = window.pane.pages.currentWidget() is window.first_run
     buttons = [b for b in window.first_run.findChildren(QPushButton) if b.isVisible()]
     report["first_run"] = {"shown": shown and not first.ok,
                            "first_button": buttons[0].text() if buttons else None}  # fmt: skip
@@ -78,7 +78,7 @@ async def _download_from_first_run(
     report["first_run"] |= {
         "seconds_to_chat": round(time.monotonic() - started, 1),
         "model": window.session.settings.runtime_model,
-        "chat_shown": window.pages.currentWidget() is window.chat,
+        "chat_shown": window.pane.pages.currentWidget() is window.pane.chat,
     }
     return connection
 
@@ -133,8 +133,8 @@ async def self_check(window: MainWindow, session: Session, question: str) -> int
                 settle(f"failed: {event.message}")
 
         window.controller.event_received.connect(settle_on_end)
-        window.composer.setPlainText(question)
-        window.send()
+        window.pane.composer.setPlainText(question)
+        window.pane.send()
         try:
             report["answer"] = await asyncio.wait_for(answer, 300)
         except TimeoutError:

@@ -4,15 +4,58 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QDockWidget, QMenu, QMenuBar
 
-if TYPE_CHECKING:
-    from desktop.ui.main_window import MainWindow
+from desktop.ui.models_dialog import ModelsDialog
+from desktop.ui.theme import Appearance
 
 Shortcut = QKeySequence | QKeySequence.StandardKey | str | None
+
+
+class Chat(Protocol):
+    """What the menus ask of the chat pane and the controller."""
+
+    def edit_system_prompt(self) -> None: ...
+
+
+class Turns(Protocol):
+    def stop(self) -> None: ...
+
+    def reconnect(self) -> None: ...
+
+
+class Window(Protocol):
+    """What the menus act on: the window's own actions, named here so that menus need not
+    import the window (which builds them)."""
+
+    @property
+    def appearance(self) -> Appearance: ...
+    @property
+    def inspector_dock(self) -> QDockWidget: ...
+    @property
+    def pane(self) -> Chat: ...
+    @property
+    def controller(self) -> Turns: ...
+
+    def menuBar(self) -> QMenuBar: ...
+    def new_conversation(self) -> None: ...
+    def rename_conversation(self) -> None: ...
+    def delete_conversation(self) -> None: ...
+    def export(self, kind: str, path: Path | None = None) -> None: ...
+    def open_models(self) -> ModelsDialog: ...
+    def open_presets(self) -> None: ...
+    def open_settings(self) -> None: ...
+    def close(self) -> bool: ...
+    def focus_search(self) -> None: ...
+    def set_theme(self, choice: str) -> None: ...
+    def zoom(self, step: int) -> None: ...
+    def show_shortcuts(self) -> None: ...
+    def open_logs(self) -> None: ...
+    def about(self) -> None: ...
 
 
 def _action(
@@ -25,7 +68,7 @@ def _action(
     return item
 
 
-def build_menus(window: MainWindow) -> None:
+def build_menus(window: Window) -> None:
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _action(file_menu, "New chat", window.new_conversation, QKeySequence.StandardKey.New)
@@ -44,7 +87,7 @@ def build_menus(window: MainWindow) -> None:
     toggle.setShortcut(QKeySequence("Ctrl+I"))
     view_menu.addAction(toggle)
     find = QKeySequence.StandardKey.Find
-    _action(view_menu, "Search conversations", window.search.setFocus, find)
+    _action(view_menu, "Search conversations", window.focus_search, find)
     view_menu.addSeparator()
     theme_menu = view_menu.addMenu("Theme")
     themes = QActionGroup(theme_menu)
@@ -60,7 +103,7 @@ def build_menus(window: MainWindow) -> None:
     _action(chat_menu, "Stop the answer", window.controller.stop, "Esc")
     _action(chat_menu, "Reconnect", window.controller.reconnect, "Ctrl+R")
     chat_menu.addSeparator()
-    _action(chat_menu, "System prompt…", window.edit_system_prompt, "Ctrl+Shift+S")
+    _action(chat_menu, "System prompt…", window.pane.edit_system_prompt, "Ctrl+Shift+S")
     help_menu = bar.addMenu("&Help")
     _action(help_menu, "Keyboard shortcuts", window.show_shortcuts, "F1")
     _action(help_menu, "Open the logs folder", window.open_logs)

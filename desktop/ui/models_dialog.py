@@ -44,6 +44,7 @@ from desktop.core.models.hub import GgufChoice, Hub, HubError
 from desktop.core.models.library import delete_model, import_model, local_models
 from desktop.ui.accessible import complete, describe
 from desktop.ui.ollama_page import OllamaPage
+from desktop.ui.tasks import Tasks
 
 _MB = 1024 * 1024
 
@@ -133,8 +134,10 @@ class ModelsDialog(QDialog):
         machine: Machine | None = None,
         ollama_url: str | None = None,
         parent: QWidget | None = None,
+        tasks: Tasks | None = None,
     ) -> None:
-        """`ollama_url`: the Ollama the app talks to, whose models get a page of their own."""
+        """`ollama_url`: the Ollama the app talks to, whose models get a page of their own.
+        `tasks`: the window's jobs, which this dialog's downloads join."""
         super().__init__(parent)
         self.setWindowTitle("Models")
         self.resize(760, 560)
@@ -144,12 +147,12 @@ class ModelsDialog(QDialog):
         self.machine = machine or Machine.here(models_dir)
         self.recommended = recommend(catalogue, self.machine)
         self._queue = asyncio.Lock()  # one download at a time; the others wait their turn
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = Tasks(tasks)
         self.rows: list[DownloadRow] = []
         tabs = QTabWidget()
         self.ollama: OllamaPage | None = None
         if ollama_url:
-            self.ollama = OllamaPage(ollama_url)
+            self.ollama = OllamaPage(ollama_url, tasks=self._tasks)
             self.ollama.use_model.connect(self.use_ollama_model)
             tabs.addTab(self.ollama, "Ollama")
         tabs.addTab(self._catalogue_tab(), "Recommended")
@@ -420,16 +423,13 @@ class ModelsDialog(QDialog):
         await self.refresh_local()
 
     def _spawn(self, work: Coroutine[Any, Any, None], row: DownloadRow | None = None) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = self._tasks.start(work)
         if row is not None:
             row.cancel.clicked.connect(task.cancel)
 
     def done(self, result: int) -> None:
         """Closing the dialog stops its downloads (their bytes are kept for next time)."""
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel()
         if self.ollama is not None:
             self.ollama.stop()
         super().done(result)
@@ -441,9 +441,12 @@ def show_models(
     download: CatalogueModel | None = None,
     use_when_done: bool = False,
     ollama_url: str | None = None,
+    tasks: Tasks | None = None,
 ) -> ModelsDialog:
     """Open the dialog (not modal: a download may run while the person chats)."""
-    dialog = ModelsDialog(models_dir, load_catalogue(), ollama_url=ollama_url, parent=parent)
+    dialog = ModelsDialog(
+        models_dir, load_catalogue(), ollama_url=ollama_url, parent=parent, tasks=tasks
+    )
     dialog.use_model.connect(lambda _path: dialog.accept())
     dialog.use_ollama_model.connect(lambda _name: dialog.accept())
     if download is not None:

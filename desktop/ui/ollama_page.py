@@ -26,6 +26,7 @@ from desktop.core.models.download import size_text
 from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.providers.ollama_models import PullProgress, delete, installed, pull
 from desktop.ui.accessible import describe
+from desktop.ui.tasks import Tasks
 
 
 class OllamaPage(QWidget):
@@ -33,11 +34,13 @@ class OllamaPage(QWidget):
 
     use_model = Signal(str)
 
-    def __init__(self, base_url: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, base_url: str, parent: QWidget | None = None, tasks: Tasks | None = None
+    ) -> None:
         super().__init__(parent)
         # Its own client: the session's closes whenever the app reconnects.
         self.provider = OllamaProvider(base_url)
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = Tasks(tasks)
         self._pulling: asyncio.Task[Any] | None = None
         self.names: list[str] = []
 
@@ -182,14 +185,10 @@ class OllamaPage(QWidget):
         await self.refresh()
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._tasks.start(work)
 
     def stop(self) -> asyncio.Task[None]:
         """The dialog closes: its pull stops (Ollama keeps the layers) and its client goes
         (the task returned closes it)."""
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel()
         return self._spawn(self.provider.aclose())

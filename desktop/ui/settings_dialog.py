@@ -3,7 +3,6 @@ and the API key (kept in the system keychain, never in the settings file)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -39,6 +38,7 @@ from desktop.core.tools.toolbox import Tool
 from desktop.ui.accessible import complete, describe
 from desktop.ui.reliability_tab import ReliabilityTab
 from desktop.ui.runtime_tab import RuntimeTab
+from desktop.ui.tasks import Tasks
 
 BACKEND_CHOICES = [
     ("auto", "Find a running server"),
@@ -71,6 +71,7 @@ class SettingsDialog(QDialog):
         runtime: LlamaServer | None = None,
         calibration: Calibration | None = None,
         calibrating: bool = False,
+        tasks: Tasks | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -78,7 +79,7 @@ class SettingsDialog(QDialog):
         self._original = settings
         self._tools = tools
         self._secrets = secrets
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = Tasks(tasks)
         tabs = QTabWidget()
         tabs.addTab(self._backend_tab(settings), "Backend")
         tabs.addTab(self._tools_tab(settings), "Tools")
@@ -283,9 +284,7 @@ class SettingsDialog(QDialog):
             self.mcp_config.setText(path)
 
     def _spawn(self, coroutine: Any) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.start(coroutine)
 
     async def _detect(self) -> None:
         self.status.setText("Looking for model servers…")

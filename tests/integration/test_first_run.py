@@ -42,7 +42,7 @@ def test_download_on_the_first_run_screen_then_a_tool_using_answer(
     qtbot.addWidget(window)
     window.show()
     controller.reconnect()
-    qtbot.waitUntil(lambda: window.pages.currentWidget() is window.first_run, timeout=30000)
+    qtbot.waitUntil(lambda: window.pane.pages.currentWidget() is window.first_run, timeout=30000)
 
     recommended = window.recommended
     assert recommended is not None
@@ -60,7 +60,7 @@ def test_download_on_the_first_run_screen_then_a_tool_using_answer(
     qtbot.mouseClick(first, Qt.MouseButton.LeftButton)
     try:
         qtbot.waitUntil(
-            lambda: session.connection.ok and window.pages.currentWidget() is window.chat,
+            lambda: session.connection.ok and window.pane.pages.currentWidget() is window.pane.chat,
             timeout=240000,
         )
         downloaded = window.models_dir / recommended.file
@@ -68,8 +68,8 @@ def test_download_on_the_first_run_screen_then_a_tool_using_answer(
         assert downloaded.read_bytes()[:4] == b"GGUF"
         assert not list(window.models_dir.glob("*.part"))
 
-        qtbot.keyClicks(window.composer, "What is 23 times 19?")
-        qtbot.mouseClick(window.send_button, Qt.MouseButton.LeftButton)
+        qtbot.keyClicks(window.pane.composer, "What is 23 times 19?")
+        qtbot.mouseClick(window.pane.composer_bar.send_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(
             lambda: any(isinstance(e, TurnFinished | TurnFailed) for e in events), timeout=240000
         )

@@ -65,6 +65,7 @@ class FakeHub:
     url: str = ""
     _server: asyncio.Server | None = None
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
+    _handlers: set[asyncio.Task[Any]] = field(default_factory=set)
 
     async def __aenter__(self) -> FakeHub:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -77,6 +78,9 @@ class FakeHub:
         self._server.close()
         for writer in list(self._writers):  # keep-alive connections the client left open
             writer.close()
+        for handler in list(self._handlers):  # a stalled answer sleeps: it ends here
+            handler.cancel()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._server.wait_closed(), 2)
 
@@ -89,6 +93,9 @@ class FakeHub:
         ]
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if (me := asyncio.current_task()) is not None:
+            self._handlers.add(me)
+            me.add_done_callback(self._handlers.discard)
         self._writers.add(writer)
         try:
             while True:  # keep-alive: the library reuses its connections
@@ -108,7 +115,7 @@ class FakeHub:
                     return
                 if not await self._answer(method, target, headers, writer):
                     return
-        except ConnectionError:
+        except (ConnectionError, asyncio.CancelledError):  # ended by the client, or by the exit
             return
         finally:
             self._writers.discard(writer)

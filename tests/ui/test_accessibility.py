@@ -57,7 +57,7 @@ def test_every_control_of_the_window_is_named_and_described(
     type_and_send(qtbot, window, "Chart my sales")
     idle(qtbot, window)
     assert unnamed(window) == [], "\n".join(unnamed(window))
-    window.pages.setCurrentWidget(window.first_run)
+    window.pane.pages.setCurrentWidget(window.first_run)
     assert unnamed(window.first_run) == []
 
 
@@ -98,11 +98,11 @@ def test_keyboard_alone_reaches_the_composer_sends_and_opens_the_shortcuts(
     for _ in range(30):
         qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Tab)
         reached.append(window.focusWidget())
-        if window.focusWidget() is window.composer:
+        if window.focusWidget() is window.pane.composer:
             break
-    assert window.composer in reached
-    qtbot.keyClicks(window.composer, "Hi")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    assert window.pane.composer in reached
+    qtbot.keyClicks(window.pane.composer, "Hi")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
     idle(qtbot, window)
     assert provider.requests and provider.requests[0].messages[-1].text == "Hi"
     shortcuts = window.shortcut_list()

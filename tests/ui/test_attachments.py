@@ -20,15 +20,17 @@ from tests.ui.test_branches import idle
 
 
 def chips(window: Any) -> list[AttachmentChip]:
-    found: list[AttachmentChip] = window.composer_bar.attachment_row.findChildren(AttachmentChip)
+    found: list[AttachmentChip] = window.pane.composer_bar.attachment_row.findChildren(
+        AttachmentChip
+    )
     return found
 
 
 def attach(qtbot: Any, window: Any, *paths: Path) -> None:
-    before = len(window.composer_bar.attachments)
-    window.attacher.attach_files(list(paths))
+    before = len(window.pane.composer_bar.attachments)
+    window.pane.attacher.attach_files(list(paths))
     qtbot.waitUntil(
-        lambda: len(window.composer_bar.attachments) == before + len(paths), timeout=10000
+        lambda: len(window.pane.composer_bar.attachments) == before + len(paths), timeout=10000
     )
 
 
@@ -39,13 +41,13 @@ def test_a_text_file_goes_with_the_message_under_its_name(
     notes = tmp_path / "list.csv"
     notes.write_text("item,price\nmilk,1\n")
     attach(qtbot, window, notes)
-    assert window.composer_bar.attachment_row.isVisibleTo(window)
-    window.composer.setPlainText("How many items?")
-    window.send()
+    assert window.pane.composer_bar.attachment_row.isVisibleTo(window)
+    window.pane.composer.setPlainText("How many items?")
+    window.pane.send()
     idle(qtbot, window)
     sent = provider.requests[0].messages[-1].text
     assert sent == "[Attached file: list.csv]\n```\nitem,price\nmilk,1\n\n```\n\nHow many items?"
-    assert window.composer_bar.attachments == [] and not chips(window)
+    assert window.pane.composer_bar.attachments == [] and not chips(window)
 
 
 def test_an_image_to_a_model_that_cannot_see_asks_first(
@@ -62,16 +64,16 @@ def test_an_image_to_a_model_that_cannot_see_asks_first(
         return answers.pop(0)
 
     monkeypatch.setattr(QMessageBox, "question", question)
-    window.composer.setPlainText("What is this?")
-    window.send()  # "No": nothing is sent, the image and the words wait
-    assert provider.requests == [] and len(window.composer_bar.attachments) == 1
-    assert window.composer.toPlainText() == "What is this?"
+    window.pane.composer.setPlainText("What is this?")
+    window.pane.send()  # "No": nothing is sent, the image and the words wait
+    assert provider.requests == [] and len(window.pane.composer_bar.attachments) == 1
+    assert window.pane.composer.toPlainText() == "What is this?"
     assert "cannot see images: the image stays here" in asked[0]
-    window.send()
+    window.pane.send()
     idle(qtbot, window)
     (request,) = provider.requests
     assert request.messages[-1].images == [] and request.messages[-1].text == "What is this?"
-    assert window.chat.bubbles()[0].findChildren(ImageThumb)  # shown in the chat
+    assert window.pane.chat.bubbles()[0].findChildren(ImageThumb)  # shown in the chat
     assert window.conversation_id is not None
     stored = window.store.messages(window.conversation_id)[0][1]
     assert len(stored.images) == 1  # kept with the message, shown in the chat
@@ -84,7 +86,7 @@ def test_an_image_goes_to_a_model_that_sees(
     monkeypatch.setattr(QMessageBox, "question", lambda *_: pytest.fail("no question"))
     (tmp_path / "cat.png").write_bytes(PNG)
     attach(qtbot, window, tmp_path / "cat.png")
-    window.send()  # an image alone is a message
+    window.pane.send()  # an image alone is a message
     idle(qtbot, window)
     assert len(provider.requests[0].messages[-1].images) == 1
 
@@ -97,19 +99,19 @@ def test_pasted_images_and_dropped_files_become_attachments(
     image = QImage()
     assert image.loadFromData(PNG)
     pasted.setImageData(image)
-    window.composer.insertFromMimeData(pasted)
+    window.pane.composer.insertFromMimeData(pasted)
     (tmp_path / "a.txt").write_text("hello")
     dropped = QMimeData()
     dropped.setUrls([QUrl.fromLocalFile(str(tmp_path / "a.txt"))])
-    window.composer.insertFromMimeData(dropped)
-    qtbot.waitUntil(lambda: len(window.composer_bar.attachments) == 2, timeout=10000)
-    names = [a.name for a in window.composer_bar.attachments]
-    assert names == ["pasted image.png", "a.txt"] and window.composer.toPlainText() == ""
+    window.pane.composer.insertFromMimeData(dropped)
+    qtbot.waitUntil(lambda: len(window.pane.composer_bar.attachments) == 2, timeout=10000)
+    names = [a.name for a in window.pane.composer_bar.attachments]
+    assert names == ["pasted image.png", "a.txt"] and window.pane.composer.toPlainText() == ""
     remove = chips(window)[0].findChild(QToolButton)  # its ×
     assert remove is not None
     remove.click()
-    qtbot.waitUntil(lambda: len(window.composer_bar.attachments) == 1, timeout=2000)
-    assert window.composer_bar.attachments[0].name == "a.txt"
+    qtbot.waitUntil(lambda: len(window.pane.composer_bar.attachments) == 1, timeout=2000)
+    assert window.pane.composer_bar.attachments[0].name == "a.txt"
 
 
 def test_a_file_too_large_for_the_context_is_refused_in_words(
@@ -118,14 +120,14 @@ def test_a_file_too_large_for_the_context_is_refused_in_words(
     window, _ = make_window([])
     big = tmp_path / "big.log"
     big.write_text("x" * 100_000)  # 25,000 tokens; the context is 8,192
-    window.attacher.attach_files([big])
+    window.pane.attacher.attach_files([big])
     qtbot.waitUntil(
         lambda: any("big.log is about" in w.text() for w in notes(window)), timeout=10000
     )
-    assert window.composer_bar.attachments == []
+    assert window.pane.composer_bar.attachments == []
 
 
 def notes(window: Any) -> list[Any]:
     from PySide6.QtWidgets import QLabel
 
-    return [w for w in window.chat.shown() if isinstance(w, QLabel)]
+    return [w for w in window.pane.chat.shown() if isinstance(w, QLabel)]

@@ -18,7 +18,7 @@ from tests.ui.test_main_window import type_and_send
 
 
 def bubbles(window: Any) -> list[tuple[str, str]]:
-    return [(b.role, b.body.text) for b in window.chat.bubbles()]
+    return [(b.role, b.body.text) for b in window.pane.chat.bubbles()]
 
 
 def said(request: Any) -> list[str]:
@@ -33,11 +33,13 @@ def said(request: Any) -> list[str]:
 
 def idle(qtbot: Any, window: Any) -> None:
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
-    qtbot.waitUntil(lambda: all(b.seq is not None for b in window.chat.bubbles()), timeout=5000)
+    qtbot.waitUntil(
+        lambda: all(b.seq is not None for b in window.pane.chat.bubbles()), timeout=5000
+    )
 
 
 def last(window: Any, role: str) -> MessageBubble:
-    found: list[MessageBubble] = [b for b in window.chat.bubbles() if b.role == role]
+    found: list[MessageBubble] = [b for b in window.pane.chat.bubbles() if b.role == role]
     return found[-1]
 
 
@@ -53,11 +55,11 @@ def test_regenerate_then_switch_back_and_go_on_from_there(
     idle(qtbot, window)
     assert bubbles(window) == [("user", "Q"), ("assistant", "A2")]
     assert said(provider.requests[1]) == ["Q"]
-    (switcher,) = window.chat.switchers()
+    (switcher,) = window.pane.chat.switchers()
     assert switcher.label.text() == "2/2" and not switcher.next.isEnabled()
     qtbot.mouseClick(switcher.previous, Qt.MouseButton.LeftButton)
     assert bubbles(window) == [("user", "Q"), ("assistant", "A1")]
-    assert window.chat.switchers()[0].label.text() == "1/2"
+    assert window.pane.chat.switchers()[0].label.text() == "1/2"
     type_and_send(qtbot, window, "Go on")
     idle(qtbot, window)
     assert said(provider.requests[2]) == ["Q", "A1", "Go on"]
@@ -75,18 +77,18 @@ def test_edit_a_question_makes_a_new_version_and_keeps_the_old(
     question = last(window, "user")
     assert question.edit_button is not None
     qtbot.mouseClick(question.edit_button, Qt.MouseButton.LeftButton)
-    assert window.composer.toPlainText() == "Q2"
-    assert window.composer_bar.editing_row.isVisibleTo(window)
-    window.composer.setPlainText("Q2, better")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    assert window.pane.composer.toPlainText() == "Q2"
+    assert window.pane.composer_bar.editing_row.isVisibleTo(window)
+    window.pane.composer.setPlainText("Q2, better")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
     idle(qtbot, window)
     assert said(provider.requests[2]) == ["Q1", "A1", "Q2, better"]
     assert bubbles(window) == [
         ("user", "Q1"), ("assistant", "A1"), ("user", "Q2, better"), ("assistant", "A2b")
     ]  # fmt: skip
-    (switcher,) = window.chat.switchers()
+    (switcher,) = window.pane.chat.switchers()
     assert switcher.label.text() == "2/2"
-    assert not window.composer_bar.editing_row.isVisibleTo(window)
+    assert not window.pane.composer_bar.editing_row.isVisibleTo(window)
     qtbot.mouseClick(switcher.previous, Qt.MouseButton.LeftButton)
     assert bubbles(window)[2:] == [("user", "Q2"), ("assistant", "A2")]
 
@@ -96,8 +98,8 @@ def test_editing_can_be_cancelled(qtbot: Any, make_window: WindowFactory) -> Non
     type_and_send(qtbot, window, "Q1")
     idle(qtbot, window)
     qtbot.mouseClick(last(window, "user").edit_button, Qt.MouseButton.LeftButton)
-    qtbot.mouseClick(window.composer_bar.cancel_edit, Qt.MouseButton.LeftButton)
-    assert window.editing is None and window.composer.toPlainText() == ""
+    qtbot.mouseClick(window.pane.composer_bar.cancel_edit, Qt.MouseButton.LeftButton)
+    assert window.pane.state.editing is None and window.pane.composer.toPlainText() == ""
     type_and_send(qtbot, window, "Q2")  # a new message, not an edit
     idle(qtbot, window)
     assert said(provider.requests[1]) == ["Q1", "A1", "Q2"]
@@ -111,7 +113,7 @@ def test_delete_a_message_and_what_follows_after_asking(
         type_and_send(qtbot, window, question)
         idle(qtbot, window)
     monkeypatch.setattr(QMessageBox, "question", lambda *_: QMessageBox.StandardButton.Yes)
-    second = [b for b in window.chat.bubbles() if b.role == "user"][1]
+    second = [b for b in window.pane.chat.bubbles() if b.role == "user"][1]
     qtbot.mouseClick(second.delete_button, Qt.MouseButton.LeftButton)
     assert bubbles(window) == [("user", "Q1"), ("assistant", "A1")]
     type_and_send(qtbot, window, "Q3")
@@ -132,16 +134,16 @@ def test_a_stopped_answer_is_kept_and_can_be_regenerated(
 ) -> None:
     window, _ = make_window([Step(chunks=["Half an answer"], hang=True), "Whole."])
     type_and_send(qtbot, window, "Q")
-    qtbot.waitUntil(lambda: bool(window.chat.bubbles()[1:]), timeout=5000)
-    qtbot.mouseClick(window.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.pane.chat.bubbles()[1:]), timeout=5000)
+    qtbot.mouseClick(window.pane.composer_bar.stop_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
     assert bubbles(window) == [("user", "Q"), ("assistant", "Half an answer")]
-    assert window.chat.bubbles()[0].seq is not None  # the question can be edited at once
+    assert window.pane.chat.bubbles()[0].seq is not None  # the question can be edited at once
     conversation = window.conversation_id
     assert conversation is not None
     stored = [m for _, m in window.store.messages(conversation)]
     assert stored[-1].text == "Half an answer" and stored[-1].meta.to_dict() == {"stopped": True}
-    window.conversation_id = None
+    window.pane.open(None)
     window.open_conversation(conversation)  # opened again: still there, with its actions
     answer = last(window, "assistant")
     assert answer.body.text == "Half an answer" and answer.regenerate_button is not None

@@ -41,6 +41,6 @@ def test_a_message_that_will_not_fit_is_said_before_it_goes(
     window, _ = make_window(provider)
     type_and_send(qtbot, window, "word " * 1200)  # ~1,500 tokens
     idle(qtbot, window)
-    notes = [w.text() for w in window.chat.shown() if isinstance(w, QLabel)]
+    notes = [w.text() for w in window.pane.chat.shown() if isinstance(w, QLabel)]
     assert any(n.startswith("This message may not fit in the model's context") for n in notes)
     assert provider.requests  # it was sent all the same: the person was told

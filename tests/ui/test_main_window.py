@@ -31,12 +31,12 @@ CHART_CALL = ToolCall(
 
 
 def type_and_send(qtbot: Any, window: Any, text: str) -> None:
-    window.composer.setPlainText(text)
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    window.pane.composer.setPlainText(text)
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
 
 
 def answer_bubbles(window: Any) -> list[MessageBubble]:
-    return [b for b in window.chat.bubbles() if b.role == "assistant"]
+    return [b for b in window.pane.chat.bubbles() if b.role == "assistant"]
 
 
 def test_a_streamed_answer_appears_as_markdown(qtbot: Any, make_window: WindowFactory) -> None:
@@ -56,7 +56,7 @@ def test_a_streamed_answer_appears_as_markdown(qtbot: Any, make_window: WindowFa
 
     assert QGuiApplication.clipboard().text() == "print(1)"
     assert provider.requests[0].messages[-1].text == "Say hello"
-    assert window.composer.toPlainText() == ""
+    assert window.pane.composer.toPlainText() == ""
     assert window.conversation_id is not None
     stored = [m for _, m in window.store.messages(window.conversation_id)]
     assert [m.role for m in stored] == ["user", "assistant"]
@@ -64,10 +64,10 @@ def test_a_streamed_answer_appears_as_markdown(qtbot: Any, make_window: WindowFa
 
 def test_shift_enter_is_a_new_line(qtbot: Any, make_window: WindowFactory) -> None:
     window, provider = make_window([])
-    window.composer.setPlainText("first")
-    window.composer.moveCursor(window.composer.textCursor().MoveOperation.End)
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    assert window.composer.toPlainText() == "first\n" and provider.requests == []
+    window.pane.composer.setPlainText("first")
+    window.pane.composer.moveCursor(window.pane.composer.textCursor().MoveOperation.End)
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert window.pane.composer.toPlainText() == "first\n" and provider.requests == []
 
 
 def test_a_tool_card_shows_arguments_result_and_the_image(
@@ -76,9 +76,9 @@ def test_a_tool_card_shows_arguments_result_and_the_image(
     window, provider = make_window([Step(tool_calls=[CHART_CALL]), "Sales went up."], vision=True)
     type_and_send(qtbot, window, "Chart my sales")
     qtbot.waitUntil(
-        lambda: not window.controller.busy and "chart1" in window.chat.cards, timeout=10000
+        lambda: not window.controller.busy and "chart1" in window.pane.chat.cards, timeout=10000
     )
-    card: ToolCard = window.chat.cards["chart1"]
+    card: ToolCard = window.pane.chat.cards["chart1"]
     qtbot.waitUntil(lambda: card.state == "done", timeout=10000)
     assert card.name == "create_chart"
     assert (
@@ -99,15 +99,15 @@ def test_without_vision_the_card_says_the_image_was_withheld(
     window, provider = make_window([Step(tool_calls=[CHART_CALL]), "Done."], vision=False)
     type_and_send(qtbot, window, "Chart my sales")
     qtbot.waitUntil(
-        lambda: not window.controller.busy and "chart1" in window.chat.cards, timeout=10000
+        lambda: not window.controller.busy and "chart1" in window.pane.chat.cards, timeout=10000
     )
-    card = window.chat.cards["chart1"]
+    card = window.pane.chat.cards["chart1"]
     assert card.images_note.text() == "The image stayed here: this model cannot see images."
     assert provider.requests[1].messages[-1].images == []
     # Opened again from the store, the card says the same.
     assert window.conversation_id is not None
-    window.chat.show_messages(window.store.messages(window.conversation_id), more_before=False)
-    reopened = window.chat.cards["chart1"]
+    window.pane.chat.show_messages(window.store.messages(window.conversation_id), more_before=False)
+    reopened = window.pane.chat.cards["chart1"]
     assert reopened is not card
     assert reopened.images_note.text() == "The image stayed here: this model cannot see images."
 
@@ -116,16 +116,20 @@ def test_stop_cancels_the_answer(qtbot: Any, make_window: WindowFactory) -> None
     window, provider = make_window([Step(chunks=["Thinking about it"], hang=True)])
     type_and_send(qtbot, window, "Long question")
     qtbot.waitUntil(
-        lambda: window.stop_button.isVisible() and bool(answer_bubbles(window)), timeout=5000
+        lambda: window.pane.composer_bar.stop_button.isVisible() and bool(answer_bubbles(window)),
+        timeout=5000,
     )
-    qtbot.mouseClick(window.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(window.pane.composer_bar.stop_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
     assert provider.cancelled
-    assert window.send_button.isVisible() and not window.stop_button.isVisible()
+    assert (
+        window.pane.composer_bar.send_button.isVisible()
+        and not window.pane.composer_bar.stop_button.isVisible()
+    )
     assert answer_bubbles(window)[-1].body.text == "Thinking about it"  # what was shown stays
     notes = [
         w.text()
-        for w in window.chat.content.findChildren(type(window.backend_label))
+        for w in window.pane.chat.content.findChildren(type(window.status.backend_label))
         if w.objectName() == "noteNote"
     ]
     assert notes == ["Stopped."]
@@ -158,10 +162,10 @@ def test_the_cooldown_toggle_changes_what_the_loop_rejects(
     window.session.apply_settings(window.session.settings)
     type_and_send(qtbot, window, "Create two tickets")
     qtbot.waitUntil(
-        lambda: not window.controller.busy and len(window.chat.cards) == 2, timeout=5000
+        lambda: not window.controller.busy and len(window.pane.chat.cards) == 2, timeout=5000
     )
-    assert [c.state for c in window.chat.cards.values()] == ["done", "rejected"]
-    assert "cooldown" in window.chat.cards["t0b"].reason_label.text()
+    assert [c.state for c in window.pane.chat.cards.values()] == ["done", "rejected"]
+    assert "cooldown" in window.pane.chat.cards["t0b"].reason_label.text()
     assert len(calls) == 1
 
     dialog = SettingsDialog(
@@ -179,9 +183,9 @@ def test_the_cooldown_toggle_changes_what_the_loop_rejects(
     provider.script[:] = [two_tickets(), "ok"]
     type_and_send(qtbot, window, "Create two more")
     qtbot.waitUntil(
-        lambda: not window.controller.busy and len(window.chat.cards) == 4, timeout=5000
+        lambda: not window.controller.busy and len(window.pane.chat.cards) == 4, timeout=5000
     )
-    assert [c.state for c in list(window.chat.cards.values())[2:]] == ["done", "done"]
+    assert [c.state for c in list(window.pane.chat.cards.values())[2:]] == ["done", "done"]
     assert len(calls) == 3
 
 
@@ -245,10 +249,10 @@ def test_a_conversation_survives_a_restart(
 ) -> None:
     script: list[Step | str] = [Step(tool_calls=[CHART_CALL]), "Up and to the right."]
     reopened = answered_and_reopened(qtbot, make_window, tmp_path, script, vision=True)
-    assert reopened.conversation_list.item(0).text() == "Chart my sales"
-    texts = [b.body.text for b in reopened.chat.bubbles()]
+    assert reopened.sidebar.list.item(0).text() == "Chart my sales"
+    texts = [b.body.text for b in reopened.pane.chat.bubbles()]
     assert texts == ["Chart my sales", "Up and to the right."]
-    card = reopened.chat.cards["chart1"]
+    card = reopened.pane.chat.cards["chart1"]
     assert card.state == "done" and len(card.findChildren(ImageThumb)) == 1
     assert card.images_note.text() == "The image went to the model with the result."
 
@@ -261,14 +265,17 @@ def test_a_call_that_could_not_be_read_is_a_note_not_the_persons_message(
     broken = BrokenCall("create_chart", None, "Its arguments must be a JSON object, not null.")
     script: list[Step | str] = [Step(broken_calls=[broken]), "Sorry, no chart."]
     reopened = answered_and_reopened(qtbot, make_window, tmp_path, script)
-    assert [b.body.text for b in reopened.chat.bubbles()] == ["Chart my sales", "Sorry, no chart."]
-    shown = reopened.chat.shown()
+    assert [b.body.text for b in reopened.pane.chat.bubbles()] == [
+        "Chart my sales",
+        "Sorry, no chart.",
+    ]
+    shown = reopened.pane.chat.shown()
     notes = [w.text() for w in shown if isinstance(w, QLabel) and w.objectName() == "noteNote"]
     assert notes == ["Your call to create_chart was not run: " + broken.reason]
     conversation = reopened.session.store.conversations()[0].id
     answer = answer_bubbles(reopened)[0].seq
     assert answer is not None
-    assert reopened.session.question_of(conversation, answer) == reopened.chat.bubbles()[0].seq
+    assert reopened.session.question_of(conversation, answer) == reopened.pane.chat.bubbles()[0].seq
 
 
 def test_closing_with_a_turn_running_leaves_no_pending_task(
@@ -300,22 +307,20 @@ def test_conversations_new_rename_search_delete(
     qtbot.waitUntil(
         lambda: not window.controller.busy and bool(answer_bubbles(window)), timeout=5000
     )
-    titles = [
-        window.conversation_list.item(i).text() for i in range(window.conversation_list.count())
-    ]
+    titles = [window.sidebar.list.item(i).text() for i in range(window.sidebar.list.count())]
     assert titles == ["About volcanoes", "About tides"]
     from PySide6.QtWidgets import QInputDialog
 
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("Lava", True))
     window.rename_conversation()
-    assert window.conversation_list.item(0).text() == "Lava"
-    window.search.setText("tides")
-    assert window.conversation_list.count() == 1
-    window.search.clear()
+    assert window.sidebar.list.item(0).text() == "Lava"
+    window.sidebar.search.setText("tides")
+    assert window.sidebar.list.count() == 1
+    window.sidebar.search.clear()
     window.delete_conversation()
-    assert [
-        window.conversation_list.item(i).text() for i in range(window.conversation_list.count())
-    ] == ["About tides"]
+    assert [window.sidebar.list.item(i).text() for i in range(window.sidebar.list.count())] == [
+        "About tides"
+    ]
 
 
 def test_export_markdown_and_json(qtbot: Any, make_window: WindowFactory, tmp_path: Path) -> None:
@@ -338,7 +343,7 @@ def test_the_inspector_shows_each_step(qtbot: Any, make_window: WindowFactory) -
     window.inspector_dock.show()
     type_and_send(qtbot, window, "Chart")
     qtbot.waitUntil(
-        lambda: not window.controller.busy and "chart1" in window.chat.cards, timeout=10000
+        lambda: not window.controller.busy and "chart1" in window.pane.chat.cards, timeout=10000
     )
     qtbot.waitUntil(lambda: window.inspector.tree.topLevelItemCount() == 3, timeout=5000)
     step0 = window.inspector.tree.topLevelItem(0)
@@ -370,13 +375,15 @@ def test_a_long_conversation_opens_with_the_newest_and_loads_the_rest(
         )
     window.refresh_conversations()
     window.open_conversation(chat)
-    assert len(window.chat.bubbles()) == 40
-    assert window.chat.earlier_button.isVisible()
-    window.load_earlier()
-    assert len(window.chat.bubbles()) == 80
-    window.load_earlier()
-    assert len(window.chat.bubbles()) == 100 and not window.chat.earlier_button.isVisible()
-    first = window.chat.column.itemAt(1).widget()  # type: ignore[union-attr]
+    assert len(window.pane.chat.bubbles()) == 40
+    assert window.pane.chat.earlier_button.isVisible()
+    window.pane.load_earlier()
+    assert len(window.pane.chat.bubbles()) == 80
+    window.pane.load_earlier()
+    assert (
+        len(window.pane.chat.bubbles()) == 100 and not window.pane.chat.earlier_button.isVisible()
+    )
+    first = window.pane.chat.column.itemAt(1).widget()  # type: ignore[union-attr]
     assert isinstance(first, MessageBubble) and first.body.text == "question 0"
 
 
@@ -385,9 +392,9 @@ def test_first_run_screen_when_no_server(qtbot: Any, make_window: WindowFactory)
 
     window, _ = make_window([])
     window.controller.connection_changed.emit(Connection(False, "No model server is running."))
-    assert window.pages.currentWidget() is window.first_run
+    assert window.pane.pages.currentWidget() is window.first_run
     assert window.first_run.reason.text() == "No model server is running."
-    assert window.backend_label.text() == "○ No model server is running."
+    assert window.status.backend_label.text() == "○ No model server is running."
 
 
 def test_first_run_offers_a_model_file_for_the_built_in_runtime(
@@ -461,10 +468,12 @@ def test_write_file_asks_in_the_chat_and_always_remembers(
     window.apply_settings(replace(window.session.settings, workspace=str(work)))
     type_and_send(qtbot, window, "Save one")
     qtbot.waitUntil(
-        lambda: "w1" in window.chat.cards and window.chat.cards["w1"].approval is not None,
+        lambda: (
+            "w1" in window.pane.chat.cards and window.pane.chat.cards["w1"].approval is not None
+        ),
         timeout=5000,
     )
-    card = window.chat.cards["w1"]
+    card = window.pane.chat.cards["w1"]
     assert card.state_label.text() == "waiting for you"
     assert not (work / "a.txt").exists()
     always = card.findChild(QPushButton, "approve_always")
@@ -474,23 +483,28 @@ def test_write_file_asks_in_the_chat_and_always_remembers(
     assert window.session.settings.trusted_tools == {"write_file": True}
 
     type_and_send(qtbot, window, "Save two")  # trusted now: no question
-    qtbot.waitUntil(lambda: not window.controller.busy and "w2" in window.chat.cards, timeout=5000)
-    assert (work / "b.txt").read_text() == "two" and window.chat.cards["w2"].approval is None
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and "w2" in window.pane.chat.cards, timeout=5000
+    )
+    assert (work / "b.txt").read_text() == "two" and window.pane.chat.cards["w2"].approval is None
 
     window.apply_settings(replace(window.session.settings, trusted_tools={}))
     provider.script[:] = [Step(tool_calls=[denied]), "Not saved."]
     type_and_send(qtbot, window, "Save three")
     qtbot.waitUntil(
-        lambda: "w3" in window.chat.cards and window.chat.cards["w3"].approval is not None,
+        lambda: (
+            "w3" in window.pane.chat.cards and window.pane.chat.cards["w3"].approval is not None
+        ),
         timeout=5000,
     )
     qtbot.mouseClick(
-        window.chat.cards["w3"].findChild(QPushButton, "approve_deny"), Qt.MouseButton.LeftButton
+        window.pane.chat.cards["w3"].findChild(QPushButton, "approve_deny"),
+        Qt.MouseButton.LeftButton,
     )
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
     assert not (work / "c.txt").exists()
-    assert window.chat.cards["w3"].state == "rejected"
-    assert "declined" in window.chat.cards["w3"].reason_label.text()
+    assert window.pane.chat.cards["w3"].state == "rejected"
+    assert "declined" in window.pane.chat.cards["w3"].reason_label.text()
     assert "The user declined this call to write_file." in provider.requests[-1].messages[-1].text
 
 
@@ -506,12 +520,14 @@ def test_stopping_during_the_question_ends_it(
     window.apply_settings(replace(window.session.settings, workspace=str(work)))
     type_and_send(qtbot, window, "Save")
     qtbot.waitUntil(
-        lambda: "w1" in window.chat.cards and window.chat.cards["w1"].approval is not None,
+        lambda: (
+            "w1" in window.pane.chat.cards and window.pane.chat.cards["w1"].approval is not None
+        ),
         timeout=5000,
     )
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
-    assert window.chat.cards["w1"].state_label.text() == "stopped"
+    assert window.pane.chat.cards["w1"].state_label.text() == "stopped"
     assert not (work / "a.txt").exists()
 
 
@@ -555,21 +571,21 @@ def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
 
     model = sure_model(tools=builtin_tools(None))
     window, _ = make_window(model, calibrate=True)
-    assert "not calibrated yet" in window.track_label.text()
+    assert "not calibrated yet" in window.status.track_label.text()
     type_and_send(qtbot, window, "Hello from the chat")
-    qtbot.waitUntil(lambda: window.calibration_bar.isVisible(), timeout=5000)
-    assert "Learning how this model calls tools" in window.calibration_label.text()
+    qtbot.waitUntil(lambda: window.calibration_status.bar.isVisible(), timeout=5000)
+    assert "Learning how this model calls tools" in window.calibration_status.label.text()
     # Its count once the questions are known, never a made-up one before.
-    qtbot.waitUntil(lambda: window.calibration_label.text().endswith(tuple("0123456789")))
-    done, total = window.calibration_label.text().rsplit(" ", 1)[1].split("/")
-    assert int(total) == window.calibration_bar.maximum() > 1 and int(done) <= int(total)
+    qtbot.waitUntil(lambda: window.calibration_status.label.text().endswith(tuple("0123456789")))
+    done, total = window.calibration_status.label.text().rsplit(" ", 1)[1].split("/")
+    assert int(total) == window.calibration_status.bar.maximum() > 1 and int(done) <= int(total)
     qtbot.waitUntil(lambda: window.session.calibration is not None, timeout=20000)
-    qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: not window.calibration_status.bar.isVisible(), timeout=5000)
     calibration = window.session.calibration
     assert calibration is not None and calibration.bar > 0.5
     message = window.statusBar().currentMessage()
     assert message.startswith("Calibrated: ") and len(message) <= 75
-    assert f"bar {calibration.bar:.2f}" in window.track_label.text()
+    assert f"bar {calibration.bar:.2f}" in window.status.track_label.text()
     dialog = SettingsDialog(
         window.session.settings, [], window.session.secrets, window, calibration=calibration
     )
@@ -584,9 +600,9 @@ def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
 def test_calibration_can_be_cancelled(qtbot: Any, make_window: WindowFactory) -> None:
     window, _ = make_window([Step(hang=True)] * 5)
     window.controller.calibrate()
-    qtbot.waitUntil(lambda: window.calibration_cancel.isVisible(), timeout=5000)
-    qtbot.mouseClick(window.calibration_cancel, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not window.calibration_bar.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: window.calibration_status.cancel.isVisible(), timeout=5000)
+    qtbot.mouseClick(window.calibration_status.cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.calibration_status.bar.isVisible(), timeout=5000)
     assert window.statusBar().currentMessage() == "Calibration cancelled."
     assert window.session.calibration is None and not window.controller.calibrating
 

@@ -229,3 +229,26 @@ def test_a_hostile_hub_download_ends_in_a_message_and_leaves_nothing(
     assert not any(p.name.startswith(model.file) for p in tmp_path.iterdir())
     closed = asyncio.ensure_future(server.__aexit__())
     qtbot.waitUntil(closed.done, timeout=5000)
+
+
+def test_quitting_sees_a_running_download_and_stops_it(
+    make_window: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dialog's download is one of the window's jobs: closing the window waits for it
+    and stops it (its bytes kept for next time), as it does a turn."""
+    model = load_catalogue()[0]
+    served = HubFileData(CONTENT * 4, stall_after=len(CONTENT))
+    server = FakeHub({model.repo: HubRepoData({model.file: served})})
+    entered = asyncio.ensure_future(server.__aenter__())
+    qtbot.waitUntil(entered.done, timeout=5000)
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    window, _ = make_window([])
+    window.open_models(model)
+    part = window.models_dir / f"{model.file}.part"
+    qtbot.waitUntil(lambda: part.is_file() and part.stat().st_size > 0, timeout=20000)
+    assert window.controller.pending  # the window knows of it
+    window.close()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=20000)
+    assert not window.controller.pending and part.stat().st_size > 0
+    closed = asyncio.ensure_future(server.__aexit__())
+    qtbot.waitUntil(closed.done, timeout=5000)

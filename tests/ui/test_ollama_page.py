@@ -136,7 +136,7 @@ def test_the_window_offers_ollamas_page_and_uses_the_chosen_model(
     settings = window.session.settings
     assert (settings.backend, settings.url, settings.model) == ("ollama", ollama.url, "qwen2.5:7b")
     assert reconnects == [True] and not dialog.isVisible()
-    qtbot.waitUntil(lambda: not dialog.ollama._tasks, timeout=5000)  # its client closed
+    qtbot.waitUntil(lambda: not dialog.ollama._tasks.pending, timeout=5000)  # its client closed
     # With another backend there is no Ollama page.
     window.session.connection = Connection(True, "Connected.", "llamacpp", "http://x", "m")
     other = ModelsDialog(tmp_path, load_catalogue(), ollama_url=None)

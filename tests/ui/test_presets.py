@@ -21,7 +21,7 @@ def test_choosing_a_preset_in_the_header_sets_the_system_prompt(
     qtbot: Any, make_window: WindowFactory
 ) -> None:
     window, provider = make_window(["Short."])
-    combo = window.header.preset
+    combo = window.pane.header.preset
     names = [combo.itemText(i) for i in range(combo.count())]
     assert names == ["No preset", "Assistant", "Concise", "Chat without tools"]
     assert combo.currentText() == "Assistant"  # the default, for a new conversation
@@ -33,7 +33,7 @@ def test_choosing_a_preset_in_the_header_sets_the_system_prompt(
     assert request.messages[0].role == "system"
     assert request.messages[0].text.startswith("Answer briefly")
     assert request.options.temperature == 0.3
-    assert window.header.title.text() == "Why is the sky blue?"
+    assert window.pane.header.title.text() == "Why is the sky blue?"
 
 
 def test_the_system_prompt_dialog_changes_the_next_request(
@@ -42,7 +42,7 @@ def test_the_system_prompt_dialog_changes_the_next_request(
     window, provider = make_window(["Oui."])
     monkeypatch.setattr(SystemPromptDialog, "exec", lambda self: QDialog.DialogCode.Accepted)
     monkeypatch.setattr(SystemPromptDialog, "text", lambda self: "Answer in French.")
-    window.header.system_button.click()
+    window.pane.header.system_button.click()
     type_and_send(qtbot, window, "Hello")
     idle(qtbot, window)
     assert provider.requests[0].messages[0].text.startswith("Answer in French.")

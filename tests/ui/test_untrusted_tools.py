@@ -57,8 +57,10 @@ def test_a_tool_whose_schema_fetches_is_left_out_and_the_rest_work(
         "remote__add"
     ]
     type_and_send(qtbot, window, "Add two")
-    qtbot.waitUntil(lambda: not window.controller.busy and window.chat.cards != {}, timeout=10000)
-    assert window.chat.cards["c1"].state == "done"
+    qtbot.waitUntil(
+        lambda: not window.controller.busy and window.pane.chat.cards != {}, timeout=10000
+    )
+    assert window.pane.chat.cards["c1"].state == "done"
     window.controller.connection_changed.emit(window.session.connection)  # a reconnect
     again = [w.text() for w in notes(window)]
     assert sum("tool 'fetcher' was left out" in n for n in again) == 1  # said once
@@ -94,8 +96,8 @@ def test_switched_off_the_same_ticket_twice_runs_twice(
     window.apply_settings(type(window.session.settings)(cooldown_enabled=False))
     type_and_send(qtbot, window, "Make two tickets for the printer")
     qtbot.waitUntil(
-        lambda: not window.controller.busy and len(window.chat.cards) == 2, timeout=5000
+        lambda: not window.controller.busy and len(window.pane.chat.cards) == 2, timeout=5000
     )
-    reasons = [c.reason_label.text() for c in window.chat.cards.values()]
-    assert [c.state for c in window.chat.cards.values()] == ["done", "done"], reasons
+    reasons = [c.reason_label.text() for c in window.pane.chat.cards.values()]
+    assert [c.state for c in window.pane.chat.cards.values()] == ["done", "done"], reasons
     assert made == [same, same]
