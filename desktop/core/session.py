@@ -9,22 +9,20 @@ from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
 
-from desktop.core.calibration.calibrator import Calibrator, Progress
-from desktop.core.calibration.card import METHOD, Calibration
-from desktop.core.calibration.store import CalibrationStore, model_key
-from desktop.core.connection import NOT_CONNECTED, Connection
+from desktop.core.calibration.calibrator import Progress
+from desktop.core.calibration.card import Calibration
+from desktop.core.calibration.store import CalibrationStore
+from desktop.core.connection import Connection
+from desktop.core.connector import Connector
 from desktop.core.events import Event, TextDelta
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.providers.discovery import Found, discover
-from desktop.core.providers.probing import CapabilityCache
-from desktop.core.providers.registry import BACKENDS, ProbingProvider, make_provider
+from desktop.core.providers.registry import ProbingProvider
 from desktop.core.runtime import (
     LlamaServer,
-    RuntimeSetupError,
     bundled_model_available,
-    ensure_bundled_model,
 )
 from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.keychain import SecretStore
@@ -36,8 +34,7 @@ from desktop.core.tools.selection import (
     Offer,
 )
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
-from desktop.core.tracing import TracingProvider, TurnTrace
-from desktop.core.tracks.choice import on_track
+from desktop.core.tracing import TurnTrace
 
 
 class Session:
@@ -57,30 +54,22 @@ class Session:
     ) -> None:
         """`tools` replaces the built-in ones (and the workspace's), for tests.
         `settings_path`: where changed settings are saved (None: not saved, as when the
-        data folder could not be used). `discover` and `has_bundled_model` are the seams
-        to this machine: what runs on it, and whether the app came with a model."""
+        data folder could not be used). `discover` and `has_bundled_model`: see Connector."""
         self.settings = settings
         self.settings_path = settings_path
-        self._discover = discover
-        self._has_bundled_model = has_bundled_model
-        self.calibrations = calibrations or CalibrationStore(None)
-        self.model_key = ""  # whom the connected model's calibration belongs to
-        self._calibrator: Calibrator | None = None
         self.store = store
         self.presets = presets or PresetBook()
         self.secrets = secrets
         self.tools = ToolCatalog(tools)
         self.dedupe = Deduplicator()
-        self.cache = CapabilityCache()
-        self.runtime: LlamaServer | None = None
-        self._supervisor: asyncio.Task[None] | None = None
+        self.backend = Connector(
+            secrets,
+            calibrations or CalibrationStore(None),
+            discover=discover,
+            has_bundled_model=has_bundled_model,
+            runtime_log=runtime_log,
+        )
         self._connecting = asyncio.Lock()
-        self.runtime_log = runtime_log
-        self.connection = NOT_CONNECTED
-        self._provider: ProbingProvider | None = None
-        self._traced: TracingProvider | None = None
-        self._active: Provider | None = None
-        self._raw: Provider | None = None  # the backend itself, for calibration
         self._conversations: dict[int, list[Message]] = {}
         self.traces: dict[int, list[TurnTrace]] = {}
         self._take(settings)
@@ -119,19 +108,36 @@ class Session:
         context = self.connection.capabilities.context_size or self.settings.context_size
         return self.tools.offer(self.settings, conversation, request, context)
 
-    # --- the connection ---------------------------------------------------------------
+    # --- the connection and the calibration (the connector's) -------------------------
+
+    @property
+    def connection(self) -> Connection:
+        return self.backend.connection
+
+    @connection.setter
+    def connection(self, connection: Connection) -> None:
+        self.backend.connection = connection
+
+    @property
+    def runtime(self) -> LlamaServer | None:
+        return self.backend.runtime
+
+    @runtime.setter
+    def runtime(self, runtime: LlamaServer | None) -> None:
+        self.backend.runtime = runtime
+
+    @property
+    def model_key(self) -> str:
+        return self.backend.model_key
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The connected model's reliability card, once it has been calibrated."""
+        return self.backend.calibration
 
     def use_provider(self, provider: ProbingProvider | Provider, backend: str = "custom") -> None:
         """Talk to this provider as it is (tests, and embedding the session elsewhere)."""
-        traced = TracingProvider(provider)
-        self._raw = provider
-        self.model_key = f"{backend}:{provider.label}"
-        active, track = on_track(traced, self.settings.track, self.calibration)
-        self._provider, self._traced, self._active = None, traced, active
-        self.connection = Connection(
-            True, f"Connected to {provider.label}.", backend, "", "", track, provider.capabilities,
-            problems=tuple(self.tools.problems),
-        )  # fmt: skip
+        self.backend.use_provider(provider, backend, self.settings.track, self.tools.problems)
 
     async def connect(self) -> Connection:
         """Find or start the backend the settings ask for, probe the model, choose the track
@@ -139,158 +145,23 @@ class Session:
         async with self._connecting:  # one at a time: each may start the built-in server
             if self.tools.mcp_config_started != self.settings.mcp_config:
                 await self.start_mcp()
-            connection = await self._connect()
+            connection = await self.backend.connect(self.settings)
             self.connection = replace(connection, problems=tuple(self.tools.problems))
             return self.connection
 
-    async def _connect(self) -> Connection:
-        await self._close_provider()
-        try:
-            provider = await self._open_backend()
-        except (ProviderError, RuntimeSetupError) as exc:
-            self.connection = Connection(False, str(exc), self.settings.backend)
-            return self.connection
-        if provider is None:
-            own = "use the built-in model" if self._has_bundled_model() else "choose a model file"
-            self.connection = Connection(
-                False,
-                "No model server is running. Start Ollama, LM Studio, KoboldCPP or a llama.cpp "
-                f"server, or {own}.",
-                "auto",
-            )
-            return self.connection
-        try:
-            models = tuple(await provider.list_models())
-        except ProviderError as exc:
-            await provider.aclose()
-            self.connection = Connection(False, str(exc), self.settings.backend, provider.base_url)
-            return self.connection
-        if not provider.model and models:
-            provider.model = models[0]
-        probed = await self.cache.apply(provider)
-        runtime = self.runtime
-        builtin = runtime is not None and provider.base_url == runtime.base_url
-        file = runtime.model if builtin and runtime is not None else None
-        self.model_key = model_key(provider.kind, provider.model, file)
-        self._raw = provider
-        traced = TracingProvider(provider)
-        active, track = on_track(traced, self.settings.track, self.calibration)
-        self._provider, self._traced, self._active = provider, traced, active
-        note = f" ({probed.error})" if probed.error else ""
-        self.connection = Connection(
-            True,
-            f"Connected to {provider.label}.{note}",
-            provider.kind,
-            provider.base_url,
-            provider.model,
-            track,
-            probed.capabilities,
-            models,
-        )
-        return self.connection
-
-    async def _open_backend(self) -> ProbingProvider | None:
-        settings = self.settings
-        kind = settings.backend
-        if kind == "builtin":
-            return await self._start_runtime()
-        if kind == "auto":
-            found = await self._discover()
-            if not found:
-                return None
-            kind, url = found[0].kind, found[0].url
-        else:
-            url = settings.url or BACKENDS[kind].default_url
-        return make_provider(
-            kind,
-            url,
-            settings.model,
-            api_key=self.secrets.get(kind),
-            num_ctx=settings.context_size,
-        )
-
-    async def _start_runtime(self) -> ProbingProvider:
-        model = Path(self.settings.runtime_model) if self.settings.runtime_model else None
-        if self.runtime is None or not self.runtime.running:
-            self.runtime = LlamaServer(
-                model=model or ensure_bundled_model(),
-                context_size=self.settings.context_size,
-                log_path=self.runtime_log,
-            )
-            await self.runtime.start()
-            self._supervise(self.runtime)
-        return make_provider("llamacpp", self.runtime.base_url)
-
-    def _supervise(self, runtime: LlamaServer) -> None:
-        """Restart the built-in server if it crashes; when it gives up, say so."""
-        if self._supervisor is not None:
-            self._supervisor.cancel()
-        self._supervisor = asyncio.ensure_future(runtime.supervise())
-
-        def gave_up(task: asyncio.Task[None]) -> None:
-            if not task.cancelled() and (problem := task.exception()) is not None:
-                self.connection = Connection(False, str(problem), "builtin")
-
-        self._supervisor.add_done_callback(gave_up)
-
-    async def _close_provider(self) -> None:
-        if self._provider is not None:
-            await self._provider.aclose()
-        self._provider = self._traced = self._active = self._raw = None
-
-    # --- calibration ------------------------------------------------------------------
-
-    @property
-    def calibration(self) -> Calibration | None:
-        """The connected model's reliability card, once it has been calibrated."""
-        return self.calibrations.get(self.model_key) if self.model_key else None
-
     def needs_calibration(self) -> bool:
-        """Connected, with tools to calibrate with, and this model not yet calibrated (or
-        calibrated the way calibration measured before: its card serves until then)."""
-        card = self.calibration
-        return (
-            self._raw is not None
-            and (card is None or card.method < METHOD)
-            and self._calibrator is None
-            and any(t.examples for t in self.toolbox())
-        )
+        return self.backend.needs_calibration(list(self.toolbox()))
 
     async def calibrate(self, progress: Progress | None = None) -> Calibration:
         """Calibrate the connected model on the enabled tools, keep the result and use it
         from the next turn on. A chat pauses it (see `send`); cancelling ends it."""
-        if self._raw is None or self._traced is None:
-            raise ProviderError(self.connection.message or "Not connected to a model server.")
-        tools = [t for t in self.toolbox() if t.examples] or list(self.toolbox())
-        calibrator = Calibrator(
-            self._raw,
-            tools,
-            self.model_key,
-            native=self._raw.capabilities.native_tools,
-            progress=progress,
-        )
-        self._calibrator = calibrator
-        try:
-            calibration = await calibrator.run()
-        finally:
-            self._calibrator = None
-        self.calibrations.put(calibration)
-        if self._traced is not None and calibration.model == self.model_key:
-            active, track = on_track(self._traced, self.settings.track, calibration)
-            self._active = active
-            self.connection = replace(self.connection, track=track)
-        return calibration
+        return await self.backend.calibrate(list(self.toolbox()), self.settings.track, progress)
 
     async def close(self) -> None:
-        """The one teardown: the HTTP client, the MCP servers (and their helpers), the
-        built-in server and the chat store, in that order. Safe to call more than once."""
-        if self._supervisor is not None:
-            self._supervisor.cancel()
-            self._supervisor = None
-        await self._close_provider()
+        """The one teardown: the HTTP client, the built-in server, the MCP servers (and
+        their helpers) and the chat store. Safe to call more than once."""
+        await self.backend.close()
         await self.tools.mcp.close()
-        if self.runtime is not None:
-            self.runtime.stop()
         self.store.close()
 
     # --- conversations and turns -------------------------------------------------------
@@ -418,14 +289,14 @@ class Session:
             self._conversations.pop(conversation_id, None)
 
     def _check_connected(self) -> None:
-        if self._active is None or self._traced is None:
+        if self.backend.active is None or self.backend.traced is None:
             raise ProviderError(self.connection.message or "Not connected to a model server.")
 
     async def _paused_calibration(
         self, turn: AsyncGenerator[Event, None]
     ) -> AsyncGenerator[Event, None]:
         self._check_connected()
-        calibrator = self._calibrator
+        calibrator = self.backend.calibrator
         if calibrator is not None:
             calibrator.pause()  # the chat has the model; the calibration waits
         try:
@@ -441,13 +312,9 @@ class Session:
     ) -> AsyncGenerator[Event, None]:
         """A turn after the shown branch: with the person's new message `user`, or (None)
         answering the branch's last question again."""
-        assert self._active is not None and self._traced is not None
-        runtime, provider = self.runtime, self._provider
-        if runtime is not None and provider is not None and provider.base_url == runtime.base_url:
-            try:  # the built-in server crashed since the last message: back first
-                await runtime.ensure_running()
-            except RuntimeSetupError as exc:
-                raise ProviderError(str(exc)) from None
+        backend = self.backend
+        assert backend.active is not None and backend.traced is not None
+        await backend.ensure_runtime()
         conversation = self.conversation(conversation_id)
         if user is not None:
             conversation.append(user)
@@ -457,10 +324,10 @@ class Session:
         text = next((m.text for m in reversed(conversation) if m.role == "user"), "")
         stored = len(conversation)
         preset = self.preset_of(conversation_id)
-        active, track = self._active, self.connection.track
+        active, track = backend.active, self.connection.track
         if preset is not None and preset.track and preset.track != self.settings.track:
-            active, track = on_track(self._traced, preset.track, self.calibration)
-        trace = self._traced.start_turn(track)
+            active, track = backend.on_track(preset.track)
+        trace = backend.traced.start_turn(track)
         self.traces.setdefault(conversation_id, []).append(trace)
         temperature = self.settings.temperature
         if preset is not None and preset.temperature is not None:
@@ -480,7 +347,7 @@ class Session:
             trace.offer = offer.to_dict()
         tools_on = preset is None or preset.tools
         turn = run_turn(
-            self._traced.observe(active),  # each step's call-gate record, for the inspector
+            backend.traced.observe(active),  # each step's call-gate record, for the inspector
             Toolbox(offer.tools if tools_on else []),
             conversation,
             settings=settings,

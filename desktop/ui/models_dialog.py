@@ -5,23 +5,18 @@ the person searches or downloads."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -39,10 +34,11 @@ from desktop.core.models.catalogue import (
     load_catalogue,
     recommend,
 )
-from desktop.core.models.download import Progress, download_choice, size_text
+from desktop.core.models.download import download_choice, size_text
 from desktop.core.models.hub import GgufChoice, Hub, HubError
-from desktop.core.models.library import delete_model, import_model, local_models
 from desktop.ui.accessible import complete, describe
+from desktop.ui.download_row import DownloadRow
+from desktop.ui.local_models_page import LocalModelsPage
 from desktop.ui.ollama_page import OllamaPage
 from desktop.ui.tasks import Tasks
 
@@ -60,62 +56,6 @@ def recommended_model(models_dir: Path) -> CatalogueModel | None:
 def offer_text(model: CatalogueModel | None) -> str | None:
     """The first run's first button: "Download Qwen2.5 3B Instruct (2.1 GB)"."""
     return f"Download {model.name} ({size_text(model.size_bytes)})" if model else None
-
-
-class DownloadRow(QWidget):
-    """One download: what, how far (bytes, speed, time left), Cancel; then Use."""
-
-    use_requested = Signal(object)  # Path: the person asked to use it
-    finished_path = Signal(object)  # Path: it has arrived, checked
-
-    def __init__(self, title: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.title = QLabel(title)
-        self.bar = QProgressBar()
-        self.bar.setAccessibleName(f"Download of {title}")
-        self.bar.setTextVisible(False)  # the line below says how far, in bytes and time
-        self.detail = QLabel("Waiting…")
-        self.cancel = QPushButton("Cancel")
-        describe(self.cancel, "Stop the download; what has arrived is kept for next time",
-                 f"Cancel the download of {title}")  # fmt: skip
-        self.use = QPushButton("Use this model")
-        describe(self.use, "Run this model in the built-in runtime now")
-        self.use.hide()
-        self.path: Path | None = None
-        self.use.clicked.connect(lambda: self.use_requested.emit(self.path))
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        column = QVBoxLayout()
-        column.addWidget(self.title)
-        column.addWidget(self.bar)
-        column.addWidget(self.detail)
-        row.addLayout(column, 1)
-        row.addWidget(self.cancel)
-        row.addWidget(self.use)
-
-    def progress(self, step: Progress) -> None:
-        self.bar.setRange(0, 1000)
-        self.bar.setValue(int(1000 * step.done / step.total) if step.total else 0)
-        left = step.seconds_left
-        eta = f", {left / 60:.0f} min left" if left and left > 90 else (
-            f", {left:.0f} s left" if left else "")  # fmt: skip
-        self.detail.setText(
-            f"{size_text(step.done)} of {size_text(step.total)}, "
-            f"{step.bytes_per_s / _MB:.1f} MB/s{eta}"
-        )
-
-    def finished(self, path: Path) -> None:
-        self.path = path
-        self.bar.setRange(0, 1)
-        self.bar.setValue(1)
-        self.detail.setText(f"Downloaded and checked: {path.name}")
-        self.cancel.hide()
-        self.use.show()
-        self.finished_path.emit(path)
-
-    def stopped(self, message: str) -> None:
-        self.detail.setText(message)
-        self.cancel.hide()
 
 
 class ModelsDialog(QDialog):
@@ -149,6 +89,8 @@ class ModelsDialog(QDialog):
         self._queue = asyncio.Lock()  # one download at a time; the others wait their turn
         self._tasks = Tasks(tasks)
         self.rows: list[DownloadRow] = []
+        self.message = QLabel()
+        self.message.setWordWrap(True)
         tabs = QTabWidget()
         self.ollama: OllamaPage | None = None
         if ollama_url:
@@ -157,16 +99,16 @@ class ModelsDialog(QDialog):
             tabs.addTab(self.ollama, "Ollama")
         tabs.addTab(self._catalogue_tab(), "Recommended")
         tabs.addTab(self._search_tab(), "Search Hugging Face")
-        tabs.addTab(self._local_tab(), "On this computer")
+        self.local = LocalModelsPage(models_dir, self._tasks)
+        self.local.use_model.connect(self.use_model)
+        self.local.problem.connect(self.message.setText)
+        tabs.addTab(self.local, "On this computer")
         self.downloads = QVBoxLayout()
-        self.message = QLabel()
-        self.message.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(tabs, 1)
         layout.addWidget(self.message)
         layout.addLayout(self.downloads)
         complete(self)
-        self._spawn(self.refresh_local())
 
     # --- the tabs -------------------------------------------------------------------------
 
@@ -230,32 +172,6 @@ class ModelsDialog(QDialog):
         layout.addLayout(lists, 1)
         layout.addWidget(self.card)
         layout.addWidget(download, alignment=Qt.AlignmentFlag.AlignRight)
-        return page
-
-    def _local_tab(self) -> QWidget:
-        page = QWidget()
-        self.local_table = QTableWidget(0, 6)
-        self.local_table.setHorizontalHeaderLabels(
-            ["File", "Size", "Quantisation", "Context", "Chat template", "Last used"]
-        )
-        describe(self.local_table, "The model files Loomchat keeps, with size, quantisation "
-                 "and context", "Models on this computer")  # fmt: skip
-        self.local_table.verticalHeader().hide()
-        self.local_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        buttons = QHBoxLayout()
-        for text, slot, description in (
-            ("Use", self._use_selected_local, "Run the chosen model now"),
-            ("Delete…", self._delete_selected_local, "Delete the chosen model (after asking)"),
-            ("Show in folder", self._show_folder, "Open the models folder"),
-            ("Import a file…", self._import, "Copy a GGUF file into the models folder"),
-        ):
-            button = QPushButton(text)
-            describe(button, description)
-            button.clicked.connect(slot)
-            buttons.addWidget(button)
-        layout = QVBoxLayout(page)
-        layout.addWidget(self.local_table, 1)
-        layout.addLayout(buttons)
         return page
 
     # --- actions --------------------------------------------------------------------------
@@ -361,66 +277,7 @@ class ModelsDialog(QDialog):
             row.stopped("Cancelled. What has arrived is kept: the download goes on from there.")
             raise
         row.finished(path)
-        await self.refresh_local()
-
-    async def refresh_local(self) -> None:
-        models = await local_models(self.models_dir)
-        self.local_table.setRowCount(len(models))
-        for row, model in enumerate(models):
-            header = model.header
-            context = f"{header.context_length:,}" if header.context_length else "?"
-            template = "yes" if header.has_chat_template else "none (a generic one is used)"
-            if header.problem:
-                template = f"unreadable: {header.problem}"
-            used = (
-                time.strftime("%Y-%m-%d %H:%M", time.localtime(model.last_used))
-                if model.last_used else "never"
-            )  # fmt: skip
-            vision = " (sees images)" if model.sees_images else ""
-            cells = [model.name + vision, size_text(model.size), header.quant or "?", context,
-                     template, used]  # fmt: skip
-            for column, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-                item.setData(Qt.ItemDataRole.UserRole, str(model.path))
-                self.local_table.setItem(row, column, item)
-        self.local_table.resizeColumnsToContents()
-
-    def _selected_local(self) -> Path | None:
-        item = self.local_table.item(self.local_table.currentRow(), 0)
-        return Path(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
-
-    def _use_selected_local(self) -> None:
-        if (path := self._selected_local()) is not None:
-            self.use_model.emit(path)
-
-    def _delete_selected_local(self) -> None:
-        path = self._selected_local()
-        if path is None:
-            return
-        answer = QMessageBox.question(self, "Delete model", f"Delete {path.name} from disk?")
-        if answer == QMessageBox.StandardButton.Yes:
-            try:
-                delete_model(self.models_dir, path.name)
-            except LoomchatError as exc:
-                self.message.setText(str(exc))
-            self._spawn(self.refresh_local())
-
-    def _show_folder(self) -> None:
-        self.models_dir.mkdir(parents=True, exist_ok=True)
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.models_dir)))
-
-    def _import(self) -> None:
-        chosen, _ = QFileDialog.getOpenFileName(self, "Import a model", "", "GGUF (*.gguf)")
-        if chosen:
-            self._spawn(self._import_file(Path(chosen)))
-
-    async def _import_file(self, source: Path) -> None:
-        try:
-            await import_model(self.models_dir, source)
-        except LoomchatError as exc:
-            self.message.setText(str(exc))
-        await self.refresh_local()
+        await self.local.refresh()
 
     def _spawn(self, work: Coroutine[Any, Any, None], row: DownloadRow | None = None) -> None:
         task = self._tasks.start(work)

@@ -55,7 +55,7 @@ async def test_close_closes_the_client_and_is_safe_twice(tmp_path: Path) -> None
         settings = Settings(backend="llamacpp", url=server.url)
         session = Session(settings, store, SecretStore(), tools=[])
         assert (await session.connect()).ok
-        provider = session._provider
+        provider = session.backend.provider
         assert isinstance(provider, HttpProvider) and not provider.client.is_closed
         await session.close()
         await session.close()
@@ -76,11 +76,14 @@ async def test_a_calibrated_bar_judges_the_next_turn_and_is_kept(tmp_path: Path)
     session = Session(Settings(), store, SecretStore(), tools=TOOLS, calibrations=kept)
     session.use_provider(sure_model(), "llamacpp")
     assert session.needs_calibration() and session.calibration is None
-    assert isinstance(session._active, ConstrainedTools) and session._active.bars.first == 0
+    assert (
+        isinstance(session.backend.active, ConstrainedTools)
+        and session.backend.active.bars.first == 0
+    )
     calibration = await session.calibrate()
     assert not session.needs_calibration() and session.calibration == calibration
-    assert isinstance(session._active, ConstrainedTools)
-    assert session._active.bars.first == calibration.bar > 0.6
+    assert isinstance(session.backend.active, ConstrainedTools)
+    assert session.backend.active.bars.first == calibration.bar > 0.6
     assert CalibrationStore(tmp_path / "calibrations.json").get(session.model_key) == calibration
     # The next turn's trace names the bar that judged it.
     conversation = store.create_conversation("chat")
@@ -119,7 +122,10 @@ async def test_a_card_measured_the_earlier_way_serves_until_it_is_measured_again
     assert fresh.method == METHOD and not session.needs_calibration()
     kept.put(replace(fresh, method=1, bar=0.5, arguments_bar=None))
     session.use_provider(sure_model(), "llamacpp")
-    assert isinstance(session._active, ConstrainedTools) and session._active.bars.first == 0.5
+    assert (
+        isinstance(session.backend.active, ConstrainedTools)
+        and session.backend.active.bars.first == 0.5
+    )
     assert session.needs_calibration()
     store.close()
 

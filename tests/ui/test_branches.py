@@ -11,7 +11,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
 from desktop.core.tracks.prompt import EARLIER_HEAD
-from desktop.ui.chat_view import MessageBubble
+from desktop.ui.bubbles import MessageBubble
 from tests.support.fakes import Step
 from tests.ui.conftest import WindowFactory
 from tests.ui.test_main_window import type_and_send

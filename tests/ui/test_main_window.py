@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLabel
 from desktop.core.events import BrokenCall
 from desktop.core.messages import ToolCall
 from desktop.core.storage.keychain import SERVICE
-from desktop.ui.chat_view import MessageBubble
+from desktop.ui.bubbles import MessageBubble
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.tool_card import ImageThumb, ToolCard
 from tests.core.storage.test_settings import MemoryKeyring

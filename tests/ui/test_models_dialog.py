@@ -57,7 +57,7 @@ def test_a_download_shows_progress_then_use_this_model(
     assert (tmp_path / model.file).read_bytes() == CONTENT
     qtbot.mouseClick(row.use, Qt.MouseButton.LeftButton)
     assert used == [tmp_path / model.file]
-    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 1, timeout=10000)
+    qtbot.waitUntil(lambda: dialog.local.table.rowCount() == 1, timeout=10000)
     closed = asyncio.ensure_future(server.__aexit__())
     qtbot.waitUntil(closed.done, timeout=5000)
 
@@ -132,13 +132,13 @@ def test_a_model_deleted_behind_the_apps_back_is_said_and_dropped(
     tiny = tiny_gguf(tmp_path / "tiny.gguf")
     dialog = ModelsDialog(tmp_path, [], hub=Hub("http://127.0.0.1:9"), machine=Machine(GB, GB))
     qtbot.addWidget(dialog)
-    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 1, timeout=20000)
+    qtbot.waitUntil(lambda: dialog.local.table.rowCount() == 1, timeout=20000)
     tiny.unlink()  # by the person, in their file manager
-    dialog.local_table.selectRow(0)
+    dialog.local.table.selectRow(0)
     monkeypatch.setattr(QMessageBox, "question", lambda *_: QMessageBox.StandardButton.Yes)
-    dialog._delete_selected_local()
+    dialog.local._delete_selected()
     assert dialog.message.text() == f"There is no model named 'tiny.gguf' in {tmp_path}."
-    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 0, timeout=5000)
+    qtbot.waitUntil(lambda: dialog.local.table.rowCount() == 0, timeout=5000)
 
 
 def test_the_manager_shows_what_the_header_says_and_when_it_was_used(
@@ -153,8 +153,8 @@ def test_the_manager_shows_what_the_header_says_and_when_it_was_used(
     mark_used(used, 1700000000.0)
     dialog = ModelsDialog(tmp_path, [], hub=Hub("http://127.0.0.1:9"), machine=Machine(GB, GB))
     qtbot.addWidget(dialog)
-    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 2, timeout=20000)
-    table = dialog.local_table
+    qtbot.waitUntil(lambda: dialog.local.table.rowCount() == 2, timeout=20000)
+    table = dialog.local.table
     rows = {
         table.item(r, 0).text(): [table.item(r, c).text() for c in range(1, 6)]  # type: ignore[union-attr]
         for r in range(2)
@@ -199,9 +199,9 @@ def test_a_crafted_model_file_is_listed_with_its_problem_at_once(
     started = time.monotonic()
     dialog = ModelsDialog(tmp_path, [], hub=Hub("http://127.0.0.1:9"), machine=Machine(GB, GB))
     qtbot.addWidget(dialog)
-    qtbot.waitUntil(lambda: dialog.local_table.rowCount() == 2, timeout=20000)
+    qtbot.waitUntil(lambda: dialog.local.table.rowCount() == 2, timeout=20000)
     assert time.monotonic() - started < 15
-    table = dialog.local_table
+    table = dialog.local.table
     rows = {table.item(r, 0).text(): table.item(r, 4).text() for r in range(2)}  # type: ignore[union-attr]
     assert rows["real.gguf"] == "yes"
     assert rows["crafted.gguf"].startswith("unreadable: not a readable GGUF file")

@@ -25,71 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop.core.messages import Message, without_surrogates
-from desktop.core.storage.paths import DataFolderError
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversations (
-    id INTEGER PRIMARY KEY,
-    title TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY,
-    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    text TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created REAL NOT NULL,
-    UNIQUE (conversation_id, seq)
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq);
-"""  # version 0's tables; a new database is migrated from there like an old one
-SCHEMA_VERSION = 1
-# Version 0 (no user_version) had no branches: each message followed the one stored before
-# it, and the conversation ended at its last. The migration links them so.
-MIGRATIONS = {
-    1: """
-ALTER TABLE messages ADD COLUMN parent INTEGER;
-UPDATE messages SET parent = (
-    SELECT MAX(earlier.seq) FROM messages earlier
-    WHERE earlier.conversation_id = messages.conversation_id AND earlier.seq < messages.seq
-);
-ALTER TABLE conversations ADD COLUMN head INTEGER;
-UPDATE conversations SET head = (
-    SELECT MAX(m.seq) FROM messages m WHERE m.conversation_id = conversations.id
-);
-ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
-ALTER TABLE conversations ADD COLUMN preset TEXT NOT NULL DEFAULT '';
-CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (conversation_id, parent);
-""",
-}
-# The path from the head to the root: (seq) rows, for a conversation id and its head. It
-# takes at most :bound steps (the conversation's message count): parents that loop, which
-# only another program could have written, end there, and show as a seq seen twice.
-_PATH = """
-WITH RECURSIVE path(seq, parent, depth) AS (
-    SELECT seq, parent, 1 FROM messages WHERE conversation_id = :c AND seq = :head
-    UNION ALL
-    SELECT m.seq, m.parent, path.depth + 1 FROM messages m JOIN path ON m.seq = path.parent
-    WHERE m.conversation_id = :c AND path.depth < :bound
-)
-"""
-# A message and everything below it (UNION: each once, so a loop of parents ends).
-_SUBTREE = """
-WITH RECURSIVE below(seq) AS (
-    SELECT :seq
-    UNION
-    SELECT m.seq FROM messages m JOIN below ON m.parent = below.seq WHERE m.conversation_id = :c
-)
-"""
-# The columns each table must have for this code to use it (an older version's file has
-# them after its migration; a newer one's is used as long as it has them).
-_COLUMNS = {
-    "conversations": {"id", "title", "created", "updated", "head", "system_prompt", "preset"},
-    "messages": {"id", "conversation_id", "seq", "role", "text", "body", "created", "parent"},
-}
+from desktop.core.storage.chat_export import markdown_of
+from desktop.core.storage.chat_schema import PATH, SUBTREE, open_database
 
 
 @dataclass(frozen=True)
@@ -113,10 +50,6 @@ class Branches:
         return len(self.siblings)
 
 
-# SQLite's words for a file that is not (or no longer) a sound database.
-_DAMAGED = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
-
-
 class ChatStore:
     def __init__(self, path: Path) -> None:
         """Open (or create) the chats at `path`; `DataFolderError` if that cannot be done:
@@ -124,59 +57,7 @@ class ChatStore:
         self.path = path
         self._lock = threading.Lock()
         self.damage: dict[int, str] = {}  # conversation id: what could not be read
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise DataFolderError(f"The chat history {path} cannot be opened ({exc}).") from None
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL with WAL: a commit survives an app crash; only an OS crash may lose the
-            # last one.
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(SCHEMA)
-            self._migrate()
-            self._check_tables()
-        except sqlite3.Error as exc:
-            self._db.close()
-            if getattr(exc, "sqlite_errorname", "") in _DAMAGED:
-                raise DataFolderError(
-                    f"The chat history {path} is damaged ({exc}).", damaged=path
-                ) from None
-            raise DataFolderError(f"The chat history {path} cannot be opened ({exc}).") from None
-
-    def _migrate(self) -> None:
-        """Bring an older database up to SCHEMA_VERSION, each step in one transaction (a
-        crash mid-way leaves the old version, whole). A newer one is used as it is."""
-        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        if version < 0:
-            self._unusable(f"it says it is of version {version}, which no Loomchat wrote")
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in MIGRATIONS[target].split(";\n"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {target}")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _check_tables(self) -> None:
-        """`DataFolderError` unless every table has the columns this code reads."""
-        for table, needed in _COLUMNS.items():
-            found = {str(row[1]) for row in self._db.execute(f"PRAGMA table_info({table})")}
-            if missing := sorted(needed - found):
-                self._unusable(f"its {table} table has no {', '.join(missing)} column")
-        self._db.execute("SELECT COUNT(*) FROM conversations").fetchone()
-
-    def _unusable(self, why: str) -> None:
-        self._db.close()
-        raise DataFolderError(
-            f"The chat history {self.path} is not one Loomchat can use: {why}.", damaged=self.path
-        )
+        self._db = open_database(path)
 
     def close(self) -> None:
         with self._lock:
@@ -269,7 +150,7 @@ class ChatStore:
         (before `before_seq`), which is how a long conversation opens fast and loads the
         rest on scroll."""
         query = (
-            _PATH + "SELECT m.seq, m.body, path.depth FROM messages m "
+            PATH + "SELECT m.seq, m.body, path.depth FROM messages m "
             "JOIN path ON m.seq = path.seq WHERE m.conversation_id = :c"
         )
         params = self._path_params(conversation_id)
@@ -330,7 +211,7 @@ class ChatStore:
         params = self._path_params(conversation_id)
         with self._lock:
             row = self._db.execute(
-                _PATH + "SELECT COALESCE(SUM(LENGTH(m.text)), 0) FROM messages m "
+                PATH + "SELECT COALESCE(SUM(LENGTH(m.text)), 0) FROM messages m "
                 "JOIN (SELECT DISTINCT seq FROM path) p ON m.seq = p.seq "
                 "WHERE m.conversation_id = :c",
                 params,
@@ -367,7 +248,7 @@ class ChatStore:
         """Show the branch through `seq`: the head becomes the newest message below it."""
         with self._transaction() as db:
             db.execute(
-                _SUBTREE + "UPDATE conversations SET head = (SELECT MAX(seq) FROM below) "
+                SUBTREE + "UPDATE conversations SET head = (SELECT MAX(seq) FROM below) "
                 "WHERE id = :c",
                 {"c": conversation_id, "seq": seq},
             )
@@ -400,7 +281,7 @@ class ChatStore:
         parent = self.parent(conversation_id, seq)
         with self._transaction() as db:
             db.execute(
-                _SUBTREE + "DELETE FROM messages WHERE conversation_id = :c "
+                SUBTREE + "DELETE FROM messages WHERE conversation_id = :c "
                 "AND seq IN (SELECT seq FROM below)",
                 {"c": conversation_id, "seq": seq},
             )
@@ -410,7 +291,7 @@ class ChatStore:
                 ).fetchone()[0]
             else:
                 head = db.execute(
-                    _SUBTREE + "SELECT MAX(seq) FROM below", {"c": conversation_id, "seq": parent}
+                    SUBTREE + "SELECT MAX(seq) FROM below", {"c": conversation_id, "seq": parent}
                 ).fetchone()[0]
             db.execute(
                 "UPDATE conversations SET head = ?, updated = ? WHERE id = ?",
@@ -453,26 +334,9 @@ class ChatStore:
         }
 
     def export_markdown(self, conversation_id: int) -> str:
-        lines = [f"# {self.title(conversation_id)}", ""]
-        calls: dict[str, str] = {}
-        for _, message in self.messages(conversation_id):
-            if message.role == "system":
-                continue
-            if message.role == "tool":
-                name = calls.get(message.tool_call_id or "", message.name or "tool")
-                status = " (not run)" if message.rejected else ""
-                lines += [f"**Tool result: {name}{status}**", "", "```", message.text, "```", ""]
-                continue
-            speaker = "You" if message.role == "user" else "Assistant"
-            if message.text:
-                lines += [f"**{speaker}:**", "", message.text, ""]
-            for image in message.images:
-                lines += [f"*[image: {image.mime}, {len(image.data)} bytes]*", ""]
-            for call in message.tool_calls:
-                calls[call.id] = call.name
-                arguments = json.dumps(call.arguments, ensure_ascii=False)
-                lines += [f"**Tool call:** `{call.name}({arguments})`", ""]
-        return "\n".join(lines).rstrip() + "\n"
+        return markdown_of(
+            self.title(conversation_id), (m for _, m in self.messages(conversation_id))
+        )
 
 
 def _integer(value: Any) -> int | None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from desktop.core.messages import Image, Message, ToolCall
-from desktop.core.storage.chats import SCHEMA_VERSION, ChatStore
+from desktop.core.storage.chat_schema import SCHEMA_VERSION
+from desktop.core.storage.chats import ChatStore
 
 DATA = Path(__file__).parent / "data"
 
