@@ -1,7 +1,7 @@
 """Tool-call accuracy on the BFCL development set, through the real llama-server.
 
-    .venv/bin/python bench/accuracy.py [--cases bench/data/bfcl-dev/cases.jsonl]
-                                      [--modes emulated,native,native-raw] [--out FILE.md]
+    .venv/bin/python -m bench accuracy [--cases bench/data/bfcl-dev/cases.jsonl]
+                                        [--modes emulated,native,native-raw] [--out FILE.md]
 
 One step per case (the model's first answer, whatever requests it takes), temperature 0,
 a fixed seed, the bundled Qwen2.5-Coder-0.5B (or `--model FILE.gguf`). Modes:
@@ -240,7 +240,7 @@ def tools_with_examples(cases: list[dict[str, Any]]) -> list[Tool]:
 
 
 async def calibrate_on(
-    url: str, cases: list[dict[str, Any]], *, in_prompt_order: bool = True
+    url: str, cases: list[dict[str, Any]]
 ) -> tuple[Calibration, list[dict[str, Any]]]:
     """The calibration, and the answers its bars were chosen from (kind, due, right, odds)."""
     base = make_provider("llamacpp", url)
@@ -251,7 +251,6 @@ async def calibrate_on(
         tools_with_examples(cases),
         "bench",
         native=base.capabilities.native_tools,
-        in_prompt_order=in_prompt_order,
         examples_in_prompt=False,  # the cases offer their tools without examples
     )
     try:

@@ -1,7 +1,7 @@
 """Download throughput through the app against a raw httpx download of the same file from
 the same local server (a stand-in for the Hub on a real socket), side by side, alternating.
 
-    python bench/downloads.py [--mb 491] [--rounds 3]
+    python -m bench downloads [--mb 491] [--rounds 3]
 
 The app's download includes what a person gets from it: the child process, the library's
 ranged GET, the .part file and the sha256 check. Prints each side's median MB/s and the

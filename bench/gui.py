@@ -1,6 +1,6 @@
 """The desktop app's speed and memory, against its targets, in one run (offscreen).
 
-    .venv/bin/python bench/gui.py [--runs 5]
+    .venv/bin/python -m bench gui [--runs 5]
 
 1. launch to window shown, and RSS once idle (the real `python -m desktop`, N runs);
 2. the longest GUI event-loop stall while an answer streams at 2,000 tokens/s from a

@@ -4,7 +4,7 @@ Both sides send the same request (same prompt, temperature 0, same seed, so the 
 tokens) and read the stream to the end; the rounds alternate raw/loop so that drift in
 the machine's speed hits both alike. Prints each side's median and their ratio.
 
-    python bench/overhead.py [--rounds 7] [--tokens 256] [--url URL]
+    python -m bench overhead [--rounds 7] [--tokens 256] [--url URL]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """How many tools should the tool selection offer? Recall against size, no model involved.
 
-    .venv/bin/python bench/selection_recall.py [--distractors 40] [--limits 1,2,3,4,6,8]
+    .venv/bin/python -m bench selection_recall [--distractors 40] [--limits 1,2,3,4,6,8]
 
 Each case of the BFCL development set is padded with other cases' tools, as
-`bench/accuracy.py --distractors N` pads it (the same tools, drawn from the cases of its own
+`python -m bench accuracy --distractors N` pads it (the same tools, drawn from the cases of its own
 half), and the selection picks at most `limit` tools for its question. For each limit,
 side by side and for each half of the set apart: the cases whose expected tools were all
 offered, and the tools offered per case (mean). Every tool offered beyond the needed ones

@@ -1,6 +1,6 @@
 """A local OpenAI-compatible server that streams a long answer at a fixed rate.
 
-    python bench/synthetic_server.py --tokens 4000 --rate 2000
+    python -m bench.synthetic_server --tokens 4000 --rate 2000
 
 Prints `ready PORT` once it listens on 127.0.0.1. Each token is one SSE event, as
 llama.cpp sends them; they go out in small batches every few milliseconds.

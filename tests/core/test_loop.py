@@ -1,4 +1,5 @@
-"""The tool loop, driven by the scripted provider. Edge-case numbers refer to edge-cases.md."""
+"""The tool loop, driven by the scripted provider. Edge-case numbers refer to
+docs/edge-cases.md."""
 
 import asyncio
 import json

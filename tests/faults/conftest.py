@@ -3,7 +3,7 @@ a clear message, never a crash, a hang, an escape or a lost message.
 
 Every test here is marked `fault`; the heavy ones (100,000 fuzzed answers, many kills)
 also `slow`, which the default run leaves out and `.ci/run` runs. The closing summary
-counts the cases per kind (the module's name): the README's Reliability figures.
+counts the cases per kind (the module's name): docs/reliability.md's table.
 """
 
 from __future__ import annotations

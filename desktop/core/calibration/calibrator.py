@@ -28,8 +28,8 @@ from desktop.core.tracks.prompt import emulated_history
 
 Progress = Callable[[int, int], None]
 # The native track is chosen over the emulated one (the default) only if it answers this
-# many more of the same questions rightly: on 12 questions one answer is noise (half 1 of
-# the BFCL set chose native by one, a track that scores 54% on the whole set against 67%).
+# many more of the same questions rightly: on 12 questions one answer is noise (a margin
+# of one chose native for a model on which it did clearly worse).
 NATIVE_MARGIN = 2
 
 
@@ -47,7 +47,6 @@ class Calibrator:
         *,
         native: bool = False,
         progress: Progress | None = None,
-        in_prompt_order: bool = True,
         examples_in_prompt: bool = True,
     ) -> None:
         self.provider = provider
@@ -56,8 +55,6 @@ class Calibrator:
         self.model = model
         self.native = native
         self.progress = progress or (lambda done, total: None)
-        # Off only to measure what reading in prompt order saves (bench/calibration_speed.py).
-        self.in_prompt_order = in_prompt_order
         self._may_run = asyncio.Event()
         self._may_run.set()
         self._current: asyncio.Future[Answer] | None = None
@@ -95,8 +92,9 @@ class Calibrator:
         laters = [c for c in self.cases if c.kind in LATER_KINDS]
         if gated:
             for group in (firsts, laters):
-                order = sorted(group, key=_prompt_order) if self.in_prompt_order else group
-                plan += [(first, "opening", c) for c in order]
+                # In the order of their prompts' text: each shares the longest start with
+                # the one before, which the server's prompt cache then keeps.
+                plan += [(first, "opening", c) for c in sorted(group, key=_prompt_order)]
         else:  # no constrained decoding: no odds to weigh, the tolerant parser's answers
             plan += [(first, "full", c) for c in few]
         if self.native:
@@ -182,17 +180,16 @@ class Calibrator:
 def _prompt_order(case: Case) -> str:
     """Questions are read in the order of their prompts' text, so that each shares the
     longest start with the one before: the server keeps the previous prompt's evaluation
-    and reuses it up to the first difference. Evaluating four tools' descriptions is most
-    of a question's time (3 s for a question with one BFCL tool, 8-10 s with four)."""
+    and reuses it up to the first difference. Evaluating the tools' descriptions is most
+    of a question's time."""
     return "\n".join(m.text for m in emulated_history(list(case.messages), list(case.tools)))
 
 
 def _wins(native: Sequence[Answer], first: Sequence[Answer], bars: Bars) -> bool:
     """Whether the native track did better on the same questions: NATIVE_MARGIN answers
     more in balanced accuracy (each weighs 1/(2n) in its group of n; the groups are as
-    large), and more right calls where one is due. Its wins on both models were in the
-    questions that need no call (it stays quiet more often), while it scored 45-49% on
-    the set against 64-67% gated."""
+    large), and more right calls where one is due: its wins were in the questions that need
+    no call (it stays quiet more often), while it did worse where calls were due."""
     margin = NATIVE_MARGIN / len(native) if native else 0.0
 
     def due_right(answers: Sequence[Answer]) -> int:
@@ -206,8 +203,8 @@ def _may_win(
     made: Sequence[Answer], few: Sequence[Case], bars: Bars, first: Sequence[Answer]
 ) -> bool:
     """Whether the native track could still win if it answered every question it has not
-    been asked yet rightly; if not, asking them would only cost time (12 answers in full,
-    about 70 s for the bundled model, which got 1 of its first 6 due calls right)."""
+    been asked yet rightly; if not, asking them would only cost time (answers in full are
+    the slowest a calibration asks)."""
     rest = few[len(made) :]
     if not made or not rest:
         return True

@@ -11,8 +11,8 @@ from desktop.core.calibration.questions import TrackName
 from desktop.core.calibration.scoring import Answer, Bars, score
 
 # How calibration measures, numbered: a card made an earlier way is measured again (and
-# used until then). 2 (2026-12-02): questions from 10 examples in fixed tool groups, calls
-# to no offered tool answered in text, the arguments' bar.
+# used until then). 2: questions from 10 examples in fixed tool groups, calls to no
+# offered tool answered in text, the arguments' bar.
 METHOD = 2
 
 

@@ -82,9 +82,9 @@ def cases_for(
     cases, at most, are due calls.
 
     `examples_in_prompt=False`: the questions still come from the examples, but the tools
-    are offered without them, as the turns to be judged will offer them (the bench's BFCL
-    tools: shown other tools' examples, the bundled model was surer of its calls and
-    surer not to call, and its bars did not hold where no example is shown)."""
+    are offered without them, as the turns to be judged will offer them (shown other
+    tools' examples, a small model was surer both ways, and its bars did not hold where no
+    example is shown)."""
     rng = random.Random(seed)
     examples = [(tool, example) for tool in tools for example in tool.examples[:2]]
     rng.shuffle(examples)
@@ -123,8 +123,7 @@ def cases_for(
     ):
         # Deep in a conversation: asked after EARLIER_TURNS turns, every other one with a
         # call and its result, the rest chit-chat. Models open calls less surely the deeper
-        # they are (the bundled model's odds: about 0.93 first, 0.83 one call turn deep,
-        # 0.5-0.8 four turns deep), so the later bar is placed as deep as chats get.
+        # they are, so the later bar is placed as deep as chats get.
         before: list[Message] = []
         earlier: list[tuple[ToolSpec, Example]] = []
         for turn in range(EARLIER_TURNS):
@@ -217,5 +216,5 @@ def _in_order(tools: Sequence[ToolSpec], chosen: Sequence[ToolSpec]) -> list[Too
 def _without(tool: ToolSpec, example: Example) -> ToolSpec:
     """The tool as offered for a question made from one of its examples: without that
     example in its prompt. Shown its own question and call, a model is surer than any
-    real request makes it (odds of 0.98-0.99 against 0.9-0.96)."""
+    real request makes it."""
     return replace(tool, examples=tuple(e for e in tool.examples if e != example))

@@ -230,14 +230,12 @@ def choose_bar(
 
     A model that calls where no tool fits gets the bar even if none of the calibration's
     own unwanted calls falls under it. Those are mostly requests whose tool is withheld,
-    which a small model opens as surely as a due call (0.95-0.98); the requests no tool
-    fits in use are less alike (the BFCL set's irrelevance cases: 0.36-0.97, median
-    0.87), and the bar turns them down. Requiring one of its own under the bar left the
-    bundled model with no bar at all (bench/accuracy.py --calibrated, 2026-12-01).
+    which a small model opens as surely as a due call; the requests no tool fits in use
+    are less alike, and the bar turns them down. Requiring one of its own under the bar
+    left a small model with no bar at all.
 
-    Measured and dropped: the bar with the best balanced accuracy. It settled under the
-    chit-chat (prose, or low odds) and moved with the questions drawn (0.51-0.94 where the
-    best bars were 0.90 and 0.955).
+    Measured and dropped: the bar with the best balanced accuracy, which settled under the
+    chit-chat and moved with the questions drawn (docs/experiments/per-model-calibration.md).
 
     `odds_of` reads the odds the bar is for: of a call (the default), or of its
     arguments."""

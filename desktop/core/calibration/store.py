@@ -41,9 +41,9 @@ _ENTRY: dict[str, Any] = {
         "cases": _COUNT,
         "seconds": {"type": "number", "minimum": 0},
         "odds_reported": {"type": "boolean"},
-        # Since 2026-12-01 (later entries); an entry without it has one bar for every request.
+        # Newer entries; an entry without it has one bar for every request.
         "later_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
-        # Since 2026-12-02 (method 2); entries without them: no arguments' bar, method 1.
+        # Since method 2; entries without them: no arguments' bar, method 1.
         "arguments_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "method": {"type": "integer", "minimum": 1},
     },

@@ -22,8 +22,8 @@ _GB = 1024**3
 # A model whose needs take more than this share of the RAM leaves too little for the rest.
 RAM_SHARE = 0.75
 # On a CPU, generating reads the whole model once per token: past about this much model per
-# physical core, answers come slower than a person reads (a 4.8 GB 8B model gave ~2 tokens/s
-# on 2 cores). Such a model still fits; it is not the one recommended.
+# physical core, answers come slower than a person reads. Such a model still fits; it is
+# not the one recommended.
 GB_PER_CORE = 0.6
 
 _SCHEMA: dict[str, Any] = {

@@ -127,7 +127,7 @@ class HashingWriter:
 def fetch(repo_id: str, filename: str, endpoint: str | None, part: str, size: int) -> str | Failed:
     """In the child: the rest of the file after what `part` holds, and the whole file's
     sha256. `size` is the Hub's listing (0: not listed). The library is imported here,
-    never on the app's event loop (its first import alone stalled the window ~100 ms)."""
+    never on the app's event loop (its first import alone stalls the window visibly)."""
     from huggingface_hub import constants, get_session, hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
     from huggingface_hub.utils._headers import build_hf_headers

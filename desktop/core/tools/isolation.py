@@ -25,7 +25,7 @@ from desktop.core.errors import ToolError
 T = TypeVar("T")
 # Memory a child may allocate beyond what it has when it starts (Linux: RLIMIT_DATA, which
 # counts the heap and private mappings, not the files it maps). More than any of its jobs
-# needs: decoding a 50-megapixel image takes 200 MB.
+# needs, decoding a 50-megapixel image included.
 MEMORY_BUDGET = 1024 * 1024 * 1024
 
 # Imported once in the fork server, so that each child starts with them loaded.
@@ -35,8 +35,8 @@ PRELOAD = [
     "desktop.core.tools.images",
     "matplotlib.figure",
     "PIL.Image",
-    # The model downloads' and headers' libraries: a download's child started by importing
-    # huggingface_hub, ~0.5 s that weighed on a small file's throughput.
+    # The model downloads' and headers' libraries: a download's child that started by
+    # importing huggingface_hub lost that time on every file.
     "huggingface_hub.file_download",
     "gguf",
 ]

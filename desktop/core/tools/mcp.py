@@ -288,7 +288,7 @@ def _reason(exc: BaseException) -> str:
 class LibraryLog(logging.Handler):
     """The `mcp` library's log while servers run: each distinct message once, in one line,
     into Loomchat's log. A server printing garbage on stdout made it print a traceback per
-    line (~190 for one bad server)."""
+    line."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)

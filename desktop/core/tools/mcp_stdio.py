@@ -2,7 +2,7 @@
 bounds it lacks.
 
 - **A line's size.** A server's answer is one line of JSON; the library splits a growing
-  buffer on every chunk, so a 100 MB line costs minutes of the event loop. Here lines are
+  buffer on every chunk, so a huge line costs minutes of the event loop. Here lines are
   split as bytes arrive, in linear time, and a line over `MAX_LINE_BYTES` is dropped as it
   comes: the request it answers (named at its start or end) gets an error that says so.
 - **The server's helpers.** The server runs in a process group of its own, and the whole

@@ -23,11 +23,11 @@ from desktop.core.tools.toolbox import Tool
 MAX_TOOLS = 12
 MAX_CONTEXT_SHARE = 0.25
 # How many tools a selection offers at most, pinned and used ones aside: the fewest that
-# lose no tool a longer list finds (with 40 other tools per BFCL case, on each half of the
-# set apart, 3 kept every expected tool that 4 and 6 kept, 2 lost 3 more); each tool more
-# is one more near tool for a small model to pick instead. The calibration offers as many
-# beside a question, so the gate's bars are measured on such choices. And how weak a
-# match may be next to the best one (a stray shared word is no reason to offer it).
+# lose no tool a longer list finds (tests/bench/test_selection_recall.py holds it so);
+# each tool more is one more near tool for a small model to pick instead. The calibration
+# offers as many beside a question, so the gate's bars are measured on such choices. And
+# how weak a match may be next to the best one (a stray shared word is no reason to offer
+# it).
 SELECTED = 3
 WEAKEST_SHARE = 0.4
 _CHARS_PER_TOKEN = 4  # a rough estimate, enough to compare with a share of the context

@@ -28,14 +28,14 @@ from desktop.core.tools.isolation import run_isolated
 DEFAULT_TIMEOUT_S = 60.0
 # A longer result is cut, with a note: it would crowd the model's context out.
 MAX_RESULT_CHARS = 16_000
-# Tools that declare a cooldown without a length get this one (design.md section 3).
+# Tools that declare a cooldown without a length get this one (docs/edge-cases.md, 15).
 DEFAULT_COOLDOWN_S = 30.0
 # A reason a call was refused goes back to the model too: short, whatever the call was.
 MAX_REASON_CHARS = 2_000
 MAX_PROBLEM_CHARS = 200
 MAX_PROBLEMS = 8
 # Arguments beyond these are refused before validation, which would take seconds on them
-# (a million chart points: 13 s). No real call of a local model comes near.
+# (a million chart points). No real call of a local model comes near.
 MAX_ARGUMENT_NODES = 10_000
 MAX_ARGUMENT_DEPTH = 32
 

@@ -23,9 +23,9 @@ def arguments_odds(tokens: Iterable[tuple[str, float]]) -> float | None:
     """How sure the model was of the arguments it wrote under the grammar: the geometric
     mean of the probabilities (before the grammar) of the tokens with letters or digits
     from the first `"arguments"` on, parameter names and values. A model that calls where
-    no tool fits makes its values up, and is unsure of them: on the BFCL set's unwanted
-    calls the odds were 0.55-0.95 (median 0.84), on its right calls 0.87-1.0 (median
-    0.99). None if there were no such tokens."""
+    no tool fits makes its values up, and is unsure of them; values copied from the
+    request are sure (docs/experiments/per-model-calibration.md). None if there were no
+    such tokens."""
     text = ""
     logs = []
     for token, probability in tokens:

@@ -30,7 +30,7 @@ NO_TOOLS_HINT = "Now answer the user's request in plain text, using the results 
 
 
 # Schema keywords that only bound a value: validation enforces them and names them when a
-# call breaks one, so the prompt can leave them out (create_chart: 40% fewer tokens).
+# call breaks one, so the prompt can leave them out (fewer tokens on every step).
 _BOUNDS_ONLY = frozenset(
     {"minItems", "maxItems", "minLength", "maxLength", "additionalProperties", "$schema",
      "uniqueItems", "minProperties", "maxProperties"}
@@ -68,8 +68,8 @@ def render_tool(tool: ToolSpec) -> str:
         f"  required: {', '.join(tool.required) or 'none'}",
     ]
     # One example shows the shape; more cost tokens on every step. A tool without one gets
-    # no made-up call: its values were copied into real calls (an interest rate of 1.5 for
-    # "5%", [1.5] as the list to sort; 3 of 110 BFCL cases), and the head shows the shape.
+    # no made-up call: small models copied its values into real calls (an interest rate of
+    # 1.5 for "5%", [1.5] as the list to sort), and the head shows the shape.
     for example in tool.examples[:1]:
         call = json.dumps({"name": tool.name, "arguments": example.arguments}, ensure_ascii=False)
         lines.append(f'  example: "{example.prompt}" -> {call}')
@@ -146,12 +146,11 @@ def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[Messag
     current turn, whole.
 
     While tools are offered, the earlier turns go into the system prompt as a transcript,
-    not as chat turns. A 0.5B model imitates its own earlier turns: shown their calls, it
-    called an earlier turn's tool again (32% right after 4 turns on 25 BFCL cases, where a
-    transcript scored 60%); shown only their answers, it never called at all (23% of 110
-    cases, all of them where no tool fitted); shown a transcript, it answered as if the
-    request were the first (57%, against 55% with no earlier turns). The transcript grows
-    at its end, so the server's prompt cache keeps all but the last turn."""
+    not as chat turns. A small model imitates its own earlier turns: shown their calls, it
+    called an earlier turn's tool again; shown only their answers, it never called at all;
+    shown a transcript, it answered as if the request were the first
+    (docs/experiments/deep-conversation.md). The transcript grows at its end, so the
+    server's prompt cache keeps all but the last turn."""
     worded = in_words(messages)
     start = _current_turn_start(worded)
     earlier = [m for m in worded[:start] if m.role != "system"]

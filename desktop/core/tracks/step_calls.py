@@ -14,9 +14,8 @@ from desktop.core.tool_spec import ToolSpec
 # At most this many calls in one step: bounds what the grammar lets a looping model write.
 MAX_CALLS_PER_STEP = 10
 # How alike a name the model wrote must be to an offered tool's to mean it (difflib's
-# ratio): a separator, a prefix or a plural apart ("get_current_time" for "current_time",
-# 0.86). On the BFCL set the names the bundled model made up where no tool fitted ("joke",
-# "calculate_sin" beside create_polygon) were at most 0.69 alike to the tool offered.
+# ratio): a separator, a prefix or a plural apart ("get_current_time" for "current_time"),
+# but not a name made up where no tool fitted ("calculate_sin" beside create_polygon).
 _SAME_NAME = 0.8
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
 
@@ -25,8 +24,7 @@ def offered_tool(name: str, tools: Sequence[ToolSpec]) -> str | None:
     """The offered tool a name the model wrote means, or None: it named a tool that is
     not there. A small model that finds no tool for a request often makes one up ("joke"
     for "Tell me a short joke.") or writes an object whose "name" is data ("The
-    Godfather"); 12 of the 23 unwanted calls on the BFCL set's irrelevance cases opened
-    so, against 1 of 85 due calls."""
+    Godfather"), and hardly ever does so where a tool fits."""
     names = [t.name for t in tools]
     if name in names:
         return name
@@ -46,8 +44,8 @@ def call_schema(tools: Sequence[ToolSpec], first: str | None = None) -> dict[str
     grammar cannot produce an unknown name, a missing argument or broken JSON.
 
     A list, not one call, because a small model given the choice writes one call even when
-    asked about three cities; made to write a list, it lists them (parallel cases on the
-    dev set: 13% -> 47-53%, single calls unchanged).
+    asked about three cities; made to write a list, it lists them, and single calls stay
+    as they were (docs/experiments/tool-call-modes.md).
 
     `first` pins the list's first call to the tool the model's free answer opened with:
     unpinned, a model whose free answer was one fitting call could start its list by

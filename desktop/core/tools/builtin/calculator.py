@@ -111,9 +111,8 @@ def _bounded(value: Fraction) -> Fraction:
 
 def describe(value: Fraction) -> dict[str, Any]:
     """The result as a calculator shows it: a whole number, or a decimal of 15 significant
-    digits (computed exactly, rounded once). Given "799/2" for 17% of 2350, the bundled
-    model answered "799.5"; given 600/7 beside its decimal, it answered "600/7"
-    (bench/calculator_answers.py)."""
+    digits (computed exactly, rounded once). Small models misread a fraction ("799/2" as
+    "799.5") and copy one given beside its decimal."""
     if value.denominator == 1:
         digits = str(value.numerator)
         if len(digits) > MAX_DIGITS:
