@@ -1,0 +1,302 @@
+"""Everyday conversations through the app's own session, as a new user has them.
+
+    .venv/bin/python -m bench everyday [--half dev|held-out|both] [--requantize Q3_K_S]
+                                       [--model FILE.gguf] [--seed 7] [--no-plain]
+
+Starts the built-in runtime on the bundled model (or `--model`, or the bundled model
+requantized with `--requantize`), connects a `Session` with the app's defaults (the
+emulated track, the built-in tools, no temperature sent), calibrates the model as the app
+does (from the tools' own examples, never from this set), then sends each conversation of
+`bench/data/everyday` turn by turn. Each request carries a fixed seed, so a run can be
+repeated; everything else is the app's.
+
+Reports per model and half: turns right; unwanted calls (a tool called where the person
+expected none, or another tool than the one expected); missed calls; results not used;
+refusals; Loomchat's formats or a call written out in an answer; seconds to the first
+visible token and per turn. Unless `--no-plain`, each turn that needs no tool is asked
+again afterwards with no tools offered, on the same history, and the two are compared: a
+turn that needs no tool should cost little more than a plain answer.
+Writes `bench/results/everyday.md` and the turns in detail to `everyday.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bench.accuracy import requantized
+from bench.everyday_checks import Expected, judge
+from desktop.core.calibration.store import CalibrationStore
+from desktop.core.events import (
+    ProviderEvent,
+    Reply,
+    TextChunk,
+    TextDelta,
+    ToolCallParsed,
+    ToolRejected,
+    ToolResult,
+    TurnFailed,
+    TurnFinished,
+)
+from desktop.core.messages import Message
+from desktop.core.providers.base import (
+    Provider,
+    ProviderError,
+    ProviderWrapper,
+    RequestOptions,
+)
+from desktop.core.providers.probing import CapabilityCache
+from desktop.core.providers.registry import make_provider
+from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.session import Session
+from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.settings import Settings
+from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.emulated import EmulatedTools
+from desktop.core.tracks.fitting import FittedHistory
+
+DATA = Path(__file__).resolve().parent / "data" / "everyday" / "conversations.jsonl"
+CONTEXT_SIZE = 8192
+
+
+class Seeded(ProviderWrapper):
+    """The backend with a fixed seed on every request that sends none: the app's sampling,
+    repeatable."""
+
+    def __init__(self, inner: Provider, seed: int) -> None:
+        super().__init__(inner)
+        self.seed = seed
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        asked = options if options.seed is not None else replace(options, seed=self.seed)
+        async for event in self.inner.stream(messages, tools, asked):
+            yield event
+
+
+@dataclass
+class Turn:
+    conversation: str
+    half: str
+    user: str
+    expected: str | None
+    calls: list[str] = field(default_factory=list)
+    arguments: list[Any] = field(default_factory=list)  # each call's, in order
+    answer: str = ""
+    problems: list[str] = field(default_factory=list)
+    right: bool = False
+    unwanted: int = 0
+    missed: bool = False
+    ignored: bool = False
+    refusal: bool = False
+    leaked: bool = False
+    first_token_s: float | None = None
+    seconds: float = 0.0
+    plain_seconds: float | None = None
+    plain_first_token_s: float | None = None
+    gate: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list, repr=False)
+
+
+def read_set(path: Path, half: str) -> list[dict[str, Any]]:
+    conversations = [json.loads(line) for line in path.read_text().splitlines() if line]
+    return [c for c in conversations if half == "both" or c["half"] == half]
+
+
+async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]:
+    cid = session.new_conversation()
+    turns = []
+    for line in conversation["turns"]:
+        expected = Expected.from_dict(line)
+        turn = Turn(conversation["id"], conversation["half"], expected.user, expected.tool)
+        turn.history = list(session.conversation(cid))
+        results: dict[str, str] = {}
+        failed = ""
+        started = time.perf_counter()
+        async for event in session.send(cid, expected.user):
+            match event:
+                case TextDelta() if turn.first_token_s is None and event.text.strip():
+                    turn.first_token_s = time.perf_counter() - started
+                case ToolCallParsed():
+                    turn.calls.append(event.name)
+                    turn.arguments.append(event.arguments)
+                case ToolRejected() if event.stage in ("parse", "withdrawn"):  # never parsed
+                    turn.calls.append(event.name)
+                    turn.arguments.append(event.arguments)
+                case ToolResult() if event.error is None:
+                    results[event.name] = event.content
+                case TurnFinished():
+                    turn.answer = event.text
+                case TurnFailed():
+                    failed = event.message
+                case _:
+                    pass
+        turn.seconds = time.perf_counter() - started
+        trace = session.traces[cid][-1]
+        turn.gate = [s.gate.to_dict() for s in trace.steps if s.gate is not None]
+        verdict = judge(expected, turn.calls, results, turn.answer, failed)
+        turn.problems, turn.right = verdict.problems(), verdict.right
+        turn.unwanted, turn.missed = len(verdict.unwanted_calls), verdict.missed_call
+        turn.ignored, turn.refusal = verdict.result_ignored, verdict.refusal
+        turn.leaked = verdict.loomchat_format or verdict.call_shaped
+        mark = "ok " if turn.right else "BAD"
+        print(f"  {mark} {turn.user[:50]:50} {', '.join(turn.problems)}", flush=True)
+        turns.append(turn)
+    return turns
+
+
+async def plain_answers(provider: Provider, turns: list[Turn]) -> None:
+    """Each turn that needs no tool asked again with no tools offered, on its history."""
+    plain = EmulatedTools(FittedHistory(provider, CONTEXT_SIZE))  # as the session bounds it
+    for turn in turns:
+        if turn.expected is not None:
+            continue
+        started = time.perf_counter()
+        messages = [*turn.history, Message.user(turn.user)]
+        try:
+            async for event in plain.stream(messages, [], RequestOptions()):
+                if isinstance(event, Reply):
+                    break
+                shown = isinstance(event, TextChunk) and bool(event.text.strip())
+                if shown and turn.plain_first_token_s is None:
+                    turn.plain_first_token_s = time.perf_counter() - started
+        except ProviderError as error:  # no ratio for this turn; the rest still count
+            print(f"  plain answer failed: {error}", flush=True)
+            continue
+        turn.plain_seconds = time.perf_counter() - started
+
+
+async def measure(
+    url: str, label: str, half: str, seed: int, plain: bool, only: str | None = None
+) -> dict[str, Any]:
+    base = make_provider("llamacpp", url)
+    base.model = (await base.list_models() or [""])[0]
+    await CapabilityCache().apply(base)
+    provider = Seeded(base, seed)
+    with tempfile.TemporaryDirectory() as scratch:
+        store = ChatStore(Path(scratch) / "chats.db")
+        session = Session(Settings(backend="llamacpp", url=url), store, SecretStore(),
+                          calibrations=CalibrationStore(None))  # fmt: skip
+        session.use_provider(provider, "llamacpp")
+        started = time.perf_counter()
+        card = await session.calibrate()
+        calibration_s = time.perf_counter() - started
+        print(f"{label}: calibrated in {calibration_s:.0f} s, bars {card.bar:.3f} / "
+              f"{card.later_bar} / {card.arguments_bar}", flush=True)  # fmt: skip
+        turns: list[Turn] = []
+        for conversation in read_set(DATA, half):
+            if only is not None and conversation["id"] != only:
+                continue
+            print(f"{label}: {conversation['id']}", flush=True)
+            turns += await converse(session, conversation)
+        if plain:
+            await plain_answers(provider, turns)
+        await session.close()
+    await base.aclose()
+    shown = [{k: v for k, v in asdict(t).items() if k != "history"} for t in turns]
+    return {"model": label, "calibration": card.to_dict(), "calibration_s": calibration_s,
+            "turns": shown}  # fmt: skip
+
+
+def median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def summary(run: dict[str, Any]) -> list[str]:
+    """One table row per half: what the issue's targets are stated in."""
+    rows = []
+    for half in ("dev", "held-out"):
+        turns = [t for t in run["turns"] if t["half"] == half]
+        if not turns:
+            continue
+        quiet = [t for t in turns if t["expected"] is None]
+        due = [t for t in turns if t["expected"] is not None]
+        ratios = [t["seconds"] / t["plain_seconds"] for t in quiet if t["plain_seconds"]]
+        ratio = f"{median(ratios):.2f}" if ratios else "—"
+        first = median([t["first_token_s"] for t in turns])
+        cells = [
+            run["model"], half,
+            f"{sum(t['right'] for t in turns)}/{len(turns)}",
+            f"{sum(1 for t in quiet if t['unwanted'])}/{len(quiet)}",
+            f"{sum(1 for t in due if t['unwanted'])}/{len(due)}",
+            f"{sum(t['missed'] for t in due)}/{len(due)}",
+            f"{sum(t['ignored'] for t in due)}",
+            f"{sum(t['refusal'] for t in turns)}",
+            f"{sum(t['leaked'] for t in turns)}",
+            f"{first:.1f}" if first is not None else "—",
+            f"{median([t['seconds'] for t in turns]):.1f}",
+            ratio,
+        ]  # fmt: skip
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+HEADER = (
+    "| model | half | turns right | no-tool turns with a call | tool turns with another "
+    "call | missed calls | results not used | refusals | formats shown | first token s "
+    "(median) | s per turn (median) | no-tool turn ÷ plain (median) |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
+
+
+async def run() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--half", choices=["dev", "held-out", "both"], default="dev")
+    parser.add_argument("--model", type=Path, help="a GGUF file (default: the bundled model)")
+    parser.add_argument("--requantize", metavar="TYPE", help="the bundled model requantized")
+    parser.add_argument("--url", help="an already running llama-server")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-plain", action="store_true", help="skip the plain answers")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/everyday.md"))
+    parser.add_argument("--conversation", help="only the conversation with this id")
+    parser.add_argument("--server-log", type=Path, help="the built-in server's log, kept")
+    parser.add_argument(
+        "--server-args", default="", help="more arguments for the built-in server, e.g. '-np 1'"
+    )
+    args = parser.parse_args()
+    model = args.model or ensure_bundled_model()
+    if args.requantize:
+        model = requantized(model, args.requantize)
+    server = None
+    url = args.url
+    if not url:
+        server = LlamaServer(
+            model=model,
+            threads=2,
+            context_size=CONTEXT_SIZE,
+            log_path=args.server_log,
+            extra_args=args.server_args.split(),
+        )
+        await server.start()
+        url = server.base_url
+    try:
+        result = await measure(
+            url, model.stem, args.half, args.seed, not args.no_plain, args.conversation
+        )
+    finally:
+        if server is not None:
+            server.stop()
+    text = "\n".join([HEADER, *summary(result)])
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str))
+
+
+def main() -> None:
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
