@@ -14,6 +14,8 @@ from desktop.core.calibration.scoring import Answer, Bars, score
 # used until then). 2: questions from 10 examples in fixed tool groups, calls to no
 # offered tool answered in text, the arguments' bar.
 METHOD = 2
+# The window suggests another track or model from one unwanted call in this many questions.
+UNWANTED_SHARE_TO_WARN = 4
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,17 @@ class Calibration:
         scores = tuple(TrackScore(**s) for s in data["scores"])
         return cls(**{**data, "scores": scores})
 
+    def suggestion(self) -> str | None:
+        """What the window suggests when this model often calls a tool where none fits (a
+        quarter of such questions or more: a person would meet it every few messages)."""
+        s = self.chosen
+        unwanted = s.quiet - s.quiet_right
+        if not s.quiet or unwanted * UNWANTED_SHARE_TO_WARN < s.quiet:
+            return None
+        other = "another model" if self.track == "native" else "the native track or another model"
+        return (f"{self.model_name} calls a tool where none fits in {unwanted} of {s.quiet} "
+                f"calibration questions: {other} may suit tools better (Settings).")  # fmt: skip
+
     def card(self) -> list[tuple[str, str]]:
         """The card's rows, as the Settings dialog and the CLI show them."""
         s = self.chosen
@@ -134,7 +147,7 @@ class Calibration:
             ("Calls right where one is due", _share(s.due_right, s.due)),
             ("… with the expected arguments", _share(s.arguments_right, s.answered_in_full)),
             ("Parallel calls right", _share(s.parallel_right, s.parallel)),
-            ("No call where none fits", _share(s.quiet_right, s.quiet)),
+            ("Calls a tool where none fits", _in(s.quiet - s.quiet_right, s.quiet)),
             ("Invalid or cut-off calls", f"{s.invalid} invalid, {s.cut_off} cut off"),
             ("Per call", f"{s.tokens_per_call:.0f} tokens, {s.seconds_per_call:.1f} s"),
         ]
@@ -162,6 +175,10 @@ class Calibration:
                 ("Arguments' bar", f"{self.arguments_bar:.2f}, for a call under the gate's bar")
             )
         return rows
+
+
+def _in(count: int, total: int) -> str:
+    return f"in {count} of {total}" if total else "none asked"
 
 
 def _share(right: int, total: int) -> str:

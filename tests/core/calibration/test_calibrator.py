@@ -48,7 +48,8 @@ async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
     first = sum(c.due and c.kind not in LATER_KINDS for c in calibrator.cases)
     assert chosen.answered_in_full == chosen.arguments_right == first < chosen.due
     rows = dict(calibration.card())
-    assert rows["No call where none fits"].startswith(f"{chosen.quiet} of {chosen.quiet}")
+    assert rows["Calls a tool where none fits"] == f"in 0 of {chosen.quiet}"
+    assert calibration.suggestion() is None
     assert rows["Track"] == "constrained"
     assert rows["Call gate"].startswith(("bar 0.7", "bar 0.8"))
 

@@ -40,3 +40,27 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
     three = Calibration.from_dict({**data, "later_bar": 0.55, "arguments_bar": 0.95, "method": 2})
     assert three.bars == Bars(0.8, 0.55, 0.95) and three.method == 2
     assert dict(three.card())["Arguments' bar"] == "0.95, for a call under the gate's bar"
+
+
+def calibrated(track: str, quiet_right: int, quiet: int) -> Calibration:
+    from desktop.core.calibration.card import TrackScore
+
+    score = TrackScore(track, 8, 10, 1, 1, quiet_right, quiet, 0, 0, 9, 20.0, 1.0, 0.8)  # type: ignore[arg-type]
+    return Calibration("file:qwen.gguf:468", "2026-12-01", track, 0.9, (score,), 20, 60.0)  # type: ignore[arg-type]
+
+
+def test_the_card_says_how_often_a_tool_is_called_where_none_fits() -> None:
+    rows = dict(calibrated("constrained", 7, 10).card())
+    assert rows["Calls a tool where none fits"] == "in 3 of 10"
+
+
+def test_a_model_that_often_calls_where_none_fits_gets_a_suggestion() -> None:
+    assert calibrated("constrained", 8, 10).suggestion() is None
+    suggested = calibrated("constrained", 7, 10).suggestion()
+    assert suggested == (
+        "qwen.gguf calls a tool where none fits in 3 of 10 calibration questions: the native "
+        "track or another model may suit tools better (Settings)."
+    )
+    native = calibrated("native", 0, 4).suggestion()
+    assert native is not None and "in 4 of 4" in native and "native track" not in native
+    assert calibrated("constrained", 0, 0).suggestion() is None
