@@ -49,6 +49,7 @@ from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.mcp import McpServers, load_mcp_config
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracks.choice import prepare
+from desktop.core.tracks.fitting import FittedHistory
 
 
 def declared_tools(path: Path) -> list[Tool]:
@@ -259,6 +260,8 @@ async def _run(
     active, _track, probed = await prepare(provider, args.track, CapabilityCache(), calibration)
     if probed.error and args.track != "emulated":
         err.write(f"warning: {probed.error}; using emulated tool calling\n")
+    if context := provider.capabilities.context_size:  # answers bounded as in the app
+        active = FittedHistory(active, context)
     conversation = [Message.system(args.system)] if args.system else []
     conversation.append(Message.user(args.prompt))
     settings = LoopSettings(

@@ -228,10 +228,12 @@ class LlamaServer:
             "--ctx-size", str(self.context_size),
             "--jinja",
             "--no-webui",
-            # One slot: one person chats. With several, a request sent right after a
-            # stopped one (the call gate's probe, a constrained call) can land on another
-            # slot and miss the prompt cache the stopped one filled.
-            "--parallel", "1",
+            # Two slots sharing one cache: the conversation's prompt in one, the call
+            # gate's asides (the turn alone, an answer without tools) in the other, each
+            # request pinned to its slot, so neither evicts the other's cached prompt. An
+            # idle slot stays in the cache (by default the server would move it to host
+            # memory and clear it whenever the other starts) until its room is needed.
+            "--parallel", "2", "--kv-unified", "--no-cache-idle-slots",
         ]  # fmt: skip
         if self.threads:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]

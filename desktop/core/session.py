@@ -35,6 +35,7 @@ from desktop.core.tools.selection import (
 )
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TurnTrace
+from desktop.core.tracks.fitting import FittedHistory
 
 
 class Session:
@@ -104,9 +105,13 @@ class Session:
     def toolbox(self) -> Toolbox:
         return self.tools.toolbox(self.settings)
 
+    @property
+    def context_size(self) -> int:
+        """The connected model's context, or the one the settings ask for."""
+        return self.connection.capabilities.context_size or self.settings.context_size
+
     def offer(self, conversation: Sequence[Message], request: str) -> Offer:
-        context = self.connection.capabilities.context_size or self.settings.context_size
-        return self.tools.offer(self.settings, conversation, request, context)
+        return self.tools.offer(self.settings, conversation, request, self.context_size)
 
     # --- the connection and the calibration (the connector's) -------------------------
 
@@ -347,7 +352,8 @@ class Session:
             trace.offer = offer.to_dict()
         tools_on = preset is None or preset.tools
         turn = run_turn(
-            backend.traced.observe(active),  # each step's call-gate record, for the inspector
+            # Bounded to the model's context; each step's call-gate record kept.
+            FittedHistory(backend.traced.observe(active), self.context_size),
             Toolbox(offer.tools if tools_on else []),
             conversation,
             settings=settings,

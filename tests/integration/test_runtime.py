@@ -75,3 +75,30 @@ async def test_probe_and_discovery_on_the_real_server(llama_server: LlamaServer)
     )  # the template has tools; the model rarely uses them
     (found,) = await discover([llama_server.base_url])
     assert found.kind == "llamacpp" and found.models == [str(llama_server.model)]
+
+
+async def test_an_aside_leaves_the_conversations_prompt_cached(
+    llama_server: LlamaServer,
+) -> None:
+    """The runtime's two slots: a request pinned to the aside slot (the turn alone, an
+    answer without tools) does not make the conversation's next request read its prompt
+    again. The server says how much of each prompt it read (`timings.prompt_n`)."""
+    from desktop.core.providers.llamacpp import LlamaCppProvider
+
+    provider = LlamaCppProvider(llama_server.base_url)
+    provider.capabilities = await provider.probe()
+    assert provider.capabilities.slots == 2
+    conversation = "Here is a long story. " + "Once upon a time there was a fox. " * 60
+
+    async def read(text: str, aside: bool) -> int:
+        options = RequestOptions(temperature=0, max_tokens=1, aside=aside)
+        body = provider.request_body([Message.user(text)], [], options) | {"stream": False}
+        body.pop("stream_options")
+        async with httpx.AsyncClient(timeout=120) as client:
+            answer = await client.post(f"{llama_server.base_url}/v1/chat/completions", json=body)
+        return int(answer.json()["timings"]["prompt_n"])
+
+    assert await read(conversation + "Who is in it?", aside=False) > 300
+    assert await read("What is 2 + 2?", aside=True) > 5
+    assert await read(conversation + "Is it short?", aside=False) < 20
+    await provider.aclose()

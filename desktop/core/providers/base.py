@@ -23,6 +23,7 @@ class Capabilities:
     native_tools: bool = False
     vision: bool = False
     context_size: int | None = None
+    slots: int = 1  # requests the server keeps apart, each with its own cached prompt
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,10 @@ class RequestOptions:
     # Which part of a step this request is, for the trace (the opening probe comes before
     # the step's own request, the others after it); None: the step's own. Backends ignore it.
     part: RequestPart | None = None
+    # A prompt that is not the conversation's own (the turn alone, an answer without the
+    # tools): a server with a second slot keeps it there, so the conversation's prompt stays
+    # cached in the first and the next request does not read it all again.
+    aside: bool = False
 
     @property
     def phase(self) -> Literal["opening", "call-odds", "constrained", "plain"] | None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from desktop.core.providers.base import Capabilities, Features
+from desktop.core.messages import Message
+from desktop.core.providers.base import Capabilities, Features, RequestOptions
 from desktop.core.providers.openai_compat import OpenAICompatProvider
+from desktop.core.tool_spec import ToolSpec
 
 
 class LlamaCppProvider(OpenAICompatProvider):
@@ -27,11 +30,21 @@ class LlamaCppProvider(OpenAICompatProvider):
                 modalities = (entry.get("architecture") or {}).get("input_modalities") or []
                 vision = vision or "image" in modalities
         n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+        slots = props.get("total_slots")
         return Capabilities(
             native_tools=bool(caps.get("supports_tool_calls") or caps.get("supports_tools")),
             vision=vision,
             context_size=int(n_ctx) if isinstance(n_ctx, int) else None,
+            slots=slots if isinstance(slots, int) and slots > 0 else 1,
         )
+
+    def request_body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> dict[str, Any]:
+        body = super().request_body(messages, tools, options)
+        if self.capabilities.slots > 1:  # the conversation's prompt in slot 0, the rest in 1
+            body["id_slot"] = 1 if options.aside else 0
+        return body
 
     async def healthy(self) -> bool:
         """`/health` is 200 once the model is loaded (503 while it loads)."""

@@ -49,7 +49,7 @@ async def probe(
 ) -> Odds:
     """The odds that the answer opens a call, and whether its likeliest first token does
     (what the free answer, at temperature 0, would open with)."""
-    asked = replace(options, max_tokens=1, top_logprobs=10, part=part)
+    asked = replace(options, max_tokens=1, top_logprobs=10, part=part, aside=part.alone)
     alternatives: tuple[tuple[str, float], ...] | None = None
     async with aclosing(inner.stream(history, [], asked)) as answer:
         async for event in answer:  # read to the end: one token, then its usage
@@ -76,7 +76,7 @@ async def constrained_calls(
     budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
     asked = replace(
         options, json_schema=call_schema(tools, first=part.first), max_tokens=budget,
-        part=part, top_logprobs=1 if part.weigh else None, temperature=0.0,
+        part=part, top_logprobs=1 if part.weigh else None, temperature=0.0, aside=part.alone,
     )  # fmt: skip
     text: list[str] = []
     chosen: list[tuple[str, float]] = []

@@ -15,6 +15,7 @@ from typing import assert_never
 
 from desktop.core.events import (
     GateRecord,
+    Notice,
     ProviderEvent,
     Reply,
     TextChunk,
@@ -44,7 +45,8 @@ from desktop.core.tracks.gate import (
     Spoken,
     decide,
 )
-from desktop.core.tracks.holdback import VisibleText, relay, strip_thinking
+from desktop.core.tracks.holdback import VisibleText, relay
+from desktop.core.tracks.licence import licensed
 from desktop.core.tracks.prompt import emulated_history, split_turns
 
 # A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
@@ -177,14 +179,24 @@ class ConstrainedTools(ProviderWrapper):
         record = decision.record
         match decision:
             case Spoken():
+                visible = free.visible
+                if visible.leak is not None and not visible.gate.buffer.strip():
+                    why = f"the answer was {visible.leak.name}"
+                    record = replace(record, verdict="plain", reason=why)
+                    answer = self._plain_answer(messages, [], options, keep_tools=False,
+                                                reason=why, record=record)  # fmt: skip
+                    async for event in answer:
+                        yield event
+                    return
                 for event in free.held:
                     yield event
-                for piece in free.visible.flush():
+                for piece in visible.flush():
                     yield piece
+                raw = visible.guard.text
+                finish: str | None = "stop"  # where a leak ended it, no reply came
                 for reply in free.replies[-1:]:
-                    raw = reply.raw or reply.text
-                    yield Reply(free.visible.gate.buffer, [], [], raw, reply.finish_reason,
-                                record=record)  # fmt: skip
+                    raw, finish = reply.raw or reply.text, reply.finish_reason
+                yield Reply(visible.gate.buffer, [], [], raw, finish, record=record)
             case Plain():
                 answer = self._plain_answer(
                     messages, tools, options, keep_tools=decision.keep_tools,
@@ -202,6 +214,21 @@ class ConstrainedTools(ProviderWrapper):
                     )
                 for event in written.passed_on:
                     yield event
+                # The gate's last rule: a call must be the person's.
+                kept, refused = licensed(written.calls, tools, messages)
+                why = "; ".join(dict.fromkeys(refused))
+                if refused and not kept and not written.broken:
+                    record = replace(record, verdict="plain", reason=why)
+                    answer = self._plain_answer(
+                        messages, tools, options, keep_tools=False, reason=why,
+                        shown=decision.prose, record=record,
+                    )  # fmt: skip
+                    async for event in answer:
+                        yield event
+                    return
+                if refused:
+                    record = replace(record, reason=f"{record.reason}; left out: {why}")
+                written = replace(written, calls=kept)
                 yield _call_reply(decision, written, free, record)
             case _:
                 assert_never(decision)
@@ -216,6 +243,7 @@ class ConstrainedTools(ProviderWrapper):
         reason: str | None = None,
         shown: str = "",
         record: GateRecord | None = None,
+        again: bool = True,
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The answer in text, for a call the gate turned down or that named no offered
         tool, or a step whose tools were withdrawn. All of it is text, shown as it streams,
@@ -228,7 +256,11 @@ class ConstrainedTools(ProviderWrapper):
 
         `reason` says why a later part of the step answers in text (for the trace); without
         one, the answer is a step of its own (the last, tool-free one). `shown` is prose of
-        the step's free answer that was already shown: the answer's text goes on from it."""
+        the step's free answer that was already shown: the answer's text goes on from it.
+
+        An answer that is one of Loomchat's own formats (a call written out, a transcript
+        line) ends where it begins; if nothing came before it, the request is asked again
+        (`again`) alone, without tools or earlier turns, whose shapes the model copied."""
         part = PlainAnswer(reason) if reason else options.part
         plain_options = replace(options, part=part, withdrawn_tools=())
         if self.keeps_prefix and tools and keep_tools:
@@ -236,6 +268,7 @@ class ConstrainedTools(ProviderWrapper):
             plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
         else:
             history = emulated_history(messages, [])
+            plain_options = replace(plain_options, aside=True)
         visible = VisibleText(hold_calls=False)
         replies: list[Reply] = []
         plain = relay(self.inner.stream(history, [], plain_options), visible, replies)
@@ -244,11 +277,24 @@ class ConstrainedTools(ProviderWrapper):
                 yield event
         for piece in visible.flush():
             yield piece
+        leak = visible.leak
+        if leak is not None and not f"{shown}{visible.prose}".strip():
+            if again:
+                alone = split_turns(messages)[1]
+                why = f"the answer was {leak.name}: asked again, the request alone"
+                again_record = replace(record, reason=why) if record is not None else None
+                retry = self._plain_answer(alone, [], options, keep_tools=False, reason=why,
+                                           record=again_record, again=False)  # fmt: skip
+                async for event in retry:
+                    yield event
+                return
+            yield Notice(f"The model answered with {leak.name} instead of words.")
         judged = record.judged if record is not None else None
+        raw = visible.guard.text
+        finish: str | None = "stop"  # where a leak ended it, no reply came
         for reply in replies[-1:]:
-            text, _ = strip_thinking(reply.text)
-            yield Reply(f"{shown}{text}", [], [], reply.raw, reply.finish_reason, judged,
-                        record=record)  # fmt: skip
+            raw, finish = reply.raw or raw, reply.finish_reason
+        yield Reply(f"{shown}{visible.prose}", [], [], raw, finish, judged, record=record)
 
 
 def _call_reply(

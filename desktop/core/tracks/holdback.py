@@ -22,6 +22,7 @@ from desktop.core.events import (
     TokenOdds,
     UsageReport,
 )
+from desktop.core.tracks.leaks import Leak, LeakGuard
 
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
@@ -147,23 +148,40 @@ class VisibleText:
         self.splitter = ThinkSplitter()
         self.gate = ProseGate()
         self.hold_calls = hold_calls
+        # Where calls are read, the gate holds them; elsewhere one written out is a leak.
+        self.guard = LeakGuard(calls=not hold_calls)
+        self.prose = ""  # all prose let through the guard
+
+    @property
+    def leak(self) -> Leak | None:
+        """Where one of Loomchat's own formats began: the answer ends there."""
+        return self.guard.leak
 
     def feed(self, text: str) -> list[ProviderEvent]:
         return self._shown(self.splitter.feed(text))
 
     def flush(self) -> list[ProviderEvent]:
-        return self._shown(self.splitter.flush())
+        return self._shown(self.splitter.flush(), final=True)
 
-    def _shown(self, pieces: list[tuple[bool, str]]) -> list[ProviderEvent]:
+    def _shown(self, pieces: list[tuple[bool, str]], final: bool = False) -> list[ProviderEvent]:
         out: list[ProviderEvent] = []
         for thinking, text in pieces:
             if thinking:
                 out.append(ThinkingChunk(text))
-            elif not self.hold_calls:
-                out.append(TextChunk(text))
-            elif released := self.gate.feed(text):
-                out.append(TextChunk(released))
+            else:
+                self._prose(self.guard.feed(text), out)
+        if final:
+            self._prose(self.guard.flush(), out)
         return out
+
+    def _prose(self, text: str, out: list[ProviderEvent]) -> None:
+        if not text:
+            return
+        self.prose += text
+        if not self.hold_calls:
+            out.append(TextChunk(text))
+        elif released := self.gate.feed(text):
+            out.append(TextChunk(released))
 
 
 async def relay(
@@ -175,14 +193,15 @@ async def relay(
     """`source` as shown: its text fed through `visible` (thinking split out, a possible
     call held back), its `Reply` kept in `replies` for the caller to rewrite, token odds
     left to the call gate, which reads them apart. `stop` is asked after each text chunk:
-    true ends the answer there, closing the source."""
+    true ends the answer there, closing the source, as does one of Loomchat's formats
+    (`visible.leak`; no `Reply` then)."""
     async with aclosing(source) as stream:
         async for event in stream:
             match event:
                 case TextChunk():
                     for piece in visible.feed(event.text):
                         yield piece
-                    if stop():
+                    if visible.leak is not None or stop():
                         return
                 case Reply():
                     replies.append(event)

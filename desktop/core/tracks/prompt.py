@@ -100,11 +100,16 @@ def emulated_history(
     calls as the JSON the model wrote, results as user messages, same roles merged.
 
     `calls_allowed=False`: the tools stay in the prompt (its prefix is the one the server
-    has cached) but the step's hint asks for the answer in text, as when they are gone."""
+    has cached) but the step's hint asks for the answer in text, as when they are gone.
+
+    With no tools, earlier turns are their words alone (see `in_words`): a model shown its
+    earlier calls and results as chat turns writes them back as its answer."""
     addendum = render_tool_prompt(tools) if tools else ""
     out: list[Message] = []
     # Refused calls go once tools are gone (the prompt stays the same up to the first).
     current = list(messages) if tools and calls_allowed else _without_rejected_calls(messages)
+    if not tools:
+        current = in_words(current)
     earlier, rest = split_turns(current) if addendum else ([], current)
     if earlier:
         addendum += f"\n\n{transcript(earlier)}"

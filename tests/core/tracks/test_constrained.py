@@ -1,6 +1,8 @@
+from typing import Any
+
 import pytest
 
-from desktop.core.events import Reply, TextChunk
+from desktop.core.events import Notice, Reply, TextChunk
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
 from desktop.core.tool_spec import Example
@@ -32,12 +34,14 @@ def gated(
 # --- two-phase constrained calls --------------------------------------------------------
 
 
-async def constrained_run(provider: ScriptedProvider, tools: list[Tool]) -> tuple[list[str], Reply]:
+async def constrained_run(
+    provider: ScriptedProvider, tools: list[Tool], request: str = "search my notes on rust"
+) -> tuple[list[str], Reply]:
     from desktop.core.tracks.constrained import ConstrainedTools
 
     text, reply = [], None
     async for event in ConstrainedTools(provider).stream(
-        [Message.user("hi")], tools, RequestOptions(max_tokens=50)
+        [Message.user(request)], tools, RequestOptions(max_tokens=50)
     ):
         if isinstance(event, TextChunk):
             text.append(event.text)
@@ -86,7 +90,10 @@ async def test_calls_are_written_greedily_whatever_the_chats_temperature() -> No
                                 constrains_json=True)  # fmt: skip
     options = RequestOptions(temperature=0.8, seed=3)
     events = [
-        e async for e in ConstrainedTools(provider).stream([Message.user("q")], [SEARCH], options)
+        e
+        async for e in ConstrainedTools(provider).stream(
+            [Message.user("search for q")], [SEARCH], options
+        )
     ]
     assert next(e for e in events if isinstance(e, Reply)).tool_calls[0].arguments == {"query": "q"}
     free, constrained = provider.requests
@@ -106,7 +113,7 @@ async def sampled_call(
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
     track = gated(provider, bar, None, None, "calibrated")
-    events = [e async for e in track.stream([Message.user("q")], [SEARCH], options)]
+    events = [e async for e in track.stream([Message.user("search for q")], [SEARCH], options)]
     return next(e for e in events if isinstance(e, Reply)), provider
 
 
@@ -133,7 +140,10 @@ async def test_a_sampled_answer_whose_greedy_opening_is_prose_stays_sampled() ->
     )  # fmt: skip
     options = RequestOptions(temperature=0.8, seed=3)
     events = [
-        e async for e in ConstrainedTools(provider).stream([Message.user("q")], [SEARCH], options)
+        e
+        async for e in ConstrainedTools(provider).stream(
+            [Message.user("search for q")], [SEARCH], options
+        )
     ]
     assert next(e for e in events if isinstance(e, Reply)).text == "Mark the axes."
     probe, free = provider.requests
@@ -159,7 +169,7 @@ async def test_no_opening_is_asked_first_at_temperature_0_or_without_odds() -> N
         provider = ScriptedProvider(["Hello."], constrains_json=True, reports_token_odds=odds)
         options = RequestOptions(temperature=temperature)
         track = ConstrainedTools(provider)
-        assert [e async for e in track.stream([Message.user("hi")], [SEARCH], options)]
+        assert [e async for e in track.stream([Message.user("search my notes")], [SEARCH], options)]
         (free,) = provider.requests
         assert free.options.phase is None and free.options.temperature == temperature
 
@@ -174,7 +184,7 @@ async def test_the_constrained_phase_starts_with_the_tool_the_free_answer_named(
         ],
         constrains_json=True,
     )
-    _, reply = await constrained_run(provider, [SEARCH, CLOCK])
+    _, reply = await constrained_run(provider, [SEARCH, CLOCK], "What time is it?")
     assert provider.closed_early == 1  # read up to the name, not to the end
     assert provider.requests[1].options.json_schema == call_schema(
         [SEARCH, CLOCK], first="current_time"
@@ -195,7 +205,7 @@ async def gated_run(
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=reports_token_odds)
     reply = None
     async for event in gated(provider, 0.9).stream(
-        [Message.user("Who won the World Cup in 2022?")],
+        [Message.user("Search: who won the World Cup in 2022?")],
         [SEARCH],
         RequestOptions(temperature=0, seed=3),
     ):
@@ -239,7 +249,7 @@ async def test_until_a_model_is_calibrated_its_own_first_choice_stands() -> None
     replies = [
         e
         async for e in ConstrainedTools(provider).stream(
-            [Message.user("Who won?")], [SEARCH], GREEDY
+            [Message.user("Search: who won?")], [SEARCH], GREEDY
         )
         if isinstance(e, Reply)
     ]
@@ -249,28 +259,52 @@ async def test_until_a_model_is_calibrated_its_own_first_choice_stands() -> None
     assert (round(gate.odds, 2), gate.bar) == (0.3, 0.0)
 
 
-async def test_the_plain_answer_is_all_text_even_json() -> None:
-    """Once the gate has turned a call down, nothing in the answer is a call: a model that
-    writes JSON anyway is shown it, not an empty answer."""
-
+async def plain_after_an_unsure_call(*answers: str) -> tuple[ScriptedProvider, list[Any]]:
+    """A call the gate turns down, then the plain answers the model writes."""
     unsure = [("{", 0.6), ("Hi", 0.4)]
     provider = ScriptedProvider(
-        [
-            Step(chunks=["{"]),
-            Step(odds=unsure),
-            Step(chunks=['{"name": "search", ', '"arguments": {}}']),
-        ],
+        [Step(chunks=["{"]), Step(odds=unsure), *(Step(chunks=[a]) for a in answers)],
         constrains_json=True,
         reports_token_odds=True,
     )
-    shown, reply = [], None
-    async for event in gated(provider, 0.9).stream([Message.user("hi")], [SEARCH], GREEDY):
-        if isinstance(event, TextChunk):
-            shown.append(event.text)
-        elif isinstance(event, Reply):
-            reply = event
-    assert reply is not None and reply.tool_calls == []
-    assert "".join(shown) == reply.text == '{"name": "search", "arguments": {}}'
+    messages = [Message.user("search my notes")]
+    events = [e async for e in gated(provider, 0.9).stream(messages, [SEARCH], GREEDY)]
+    return provider, events
+
+
+async def test_a_call_written_out_as_the_answer_is_asked_again_alone() -> None:
+    """Once the gate has turned a call down, a model that writes the call out anyway is
+    not shown it: asked again, the request alone, without the tools or earlier turns."""
+    call = '{"name": "search", "arguments": {}}'
+    provider, events = await plain_after_an_unsure_call(call, "I found nothing.")
+    shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+    reply = events[-1]
+    assert isinstance(reply, Reply) and reply.tool_calls == []
+    assert shown == reply.text == "I found nothing."
+    again = provider.requests[-1]
+    assert [m.text for m in again.messages] == ["search my notes"] and again.tools == []
+    assert (
+        again.options.reason == "the answer was a call written out: asked again, the request alone"
+    )
+
+
+async def test_an_answer_that_is_only_a_format_twice_says_so() -> None:
+    provider, events = await plain_after_an_unsure_call(
+        "[Result of search]\nnothing", "User: search my notes"
+    )
+    assert len(provider.requests) == 4  # asked again once, no more
+    notices = [e.message for e in events if isinstance(e, Notice)]
+    assert notices == ["The model answered with a transcript line instead of words."]
+    reply = events[-1]
+    assert isinstance(reply, Reply) and reply.text == "" and reply.tool_calls == []
+    assert not any(isinstance(e, TextChunk) and e.text.strip() for e in events)
+
+
+async def test_prose_before_a_format_is_the_answer() -> None:
+    _, events = await plain_after_an_unsure_call("Nothing found.\nUser: thanks")
+    shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+    reply = events[-1]
+    assert isinstance(reply, Reply) and shown == reply.text == "Nothing found.\n"
 
 
 async def test_a_call_the_model_is_sure_of_is_made() -> None:
@@ -327,7 +361,9 @@ async def test_the_plain_answer_after_an_unsure_call_leaves_the_tools_out() -> N
     )
     replies = [
         e
-        async for e in gated(provider, 0.9).stream([Message.user("hi")], [SEARCH], GREEDY)
+        async for e in gated(provider, 0.9).stream(
+            [Message.user("search my notes")], [SEARCH], GREEDY
+        )
         if isinstance(e, Reply)
     ]
     _free, _probe, plain = provider.requests
@@ -375,7 +411,7 @@ async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
         constrains_json=True,
         takes_grammar=True,
     )
-    conversation = [Message.user("find q")]
+    conversation = [Message.user("search for q")]
     settings = LoopSettings(max_tool_calls=1)
     events = [
         e
@@ -408,7 +444,7 @@ async def test_a_call_that_repeats_one_made_in_the_turn_is_the_deduplicators_to_
          Step(chunks=[call]), Step(chunks=[f"[{call}]"]), "It found 3 notes."],
         constrains_json=True, takes_grammar=True,
     )  # fmt: skip
-    conversation = [Message.user("find q")]
+    conversation = [Message.user("search for q")]
     dedupe = Deduplicator(cooldown_enabled=switch == "on")
     turn = run_turn(ConstrainedTools(provider), Toolbox([SEARCH]), conversation, dedupe=dedupe)
     events = [e async for e in turn]
@@ -429,7 +465,7 @@ async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
     from desktop.core.tracks.constrained import ConstrainedTools
 
     ran = ToolCall("c1", "search", {"query": "q"})
-    messages = [Message.user("find q and r"), Message.assistant("", [ran]),
+    messages = [Message.user("search for q and r"), Message.assistant("", [ran]),
                 Message.tool("c1", "search", "3 notes")]  # fmt: skip
     both = '[{"name": "search", "arguments": {"query": "q"}}, {"name": "search", "arguments": {"query": "r"}}]'
     provider = ScriptedProvider(
@@ -451,7 +487,7 @@ async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
     for history in ([], earlier):
         provider = ScriptedProvider(run(), constrains_json=True, reports_token_odds=True)
         track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-01")
-        messages = [*history, Message.user("Who won the World Cup in 2022?")]
+        messages = [*history, Message.user("Search: who won the World Cup in 2022?")]
         replies = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         reply = next(e for e in replies if isinstance(e, Reply))
         assert reply.gate is not None and track.bar_for(messages)[0] == reply.gate.bar
@@ -461,7 +497,7 @@ async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
     assert judged == [(0.9, False, False), (0.6, True, True)]
     # Uncalibrated, or calibrated before there were two bars: one bar for both.
     one = gated(ScriptedProvider([]), 0.8)
-    assert one.bar_for([*earlier, Message.user("?")]) == (0.8, "uncalibrated")
+    assert one.bar_for([*earlier, Message.user("search?")]) == (0.8, "uncalibrated")
 
 
 async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone() -> None:
@@ -488,6 +524,10 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
         assert EARLIER_HEAD in provider.requests[1].messages[0].text
         assert EARLIER_HEAD not in looked.messages[0].text  # the turn alone, no transcript
         assert looked.messages[-1].text.endswith("Search for rust")
+        # The turn alone is an aside, and so is an answer without the tools: the
+        # conversation's prompt keeps its slot.
+        in_words = alone <= 0.9
+        assert [r.options.aside for r in provider.requests] == [False, False, True, in_words]
         assert reply.record is not None and reply.record.alone is not None
         assert reply.record.alone.odds == alone
         assert reply.gate is not None
@@ -636,7 +676,7 @@ async def arguments_run(arguments: float) -> tuple[ScriptedProvider, Reply]:
         constrains_json=True, reports_token_odds=True, takes_grammar=True,
     )  # fmt: skip
     track = gated(provider, 0.9, None, 0.95)
-    events = [e async for e in track.stream([Message.user("Who won?")], [SEARCH], GREEDY)]
+    events = [e async for e in track.stream([Message.user("Search: who won?")], [SEARCH], GREEDY)]
     return provider, next(e for e in events if isinstance(e, Reply))
 
 
@@ -671,7 +711,7 @@ async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them(
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
     track = gated(sure, 0.9, None, 0.95)
-    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], GREEDY)][-1]
+    reply = [e async for e in track.stream([Message.user("search?")], [SEARCH], GREEDY)][-1]
     assert isinstance(reply, Reply) and reply.tool_calls
     assert sure.requests[2].options.top_logprobs is None
     assert reply.gate is not None and reply.gate.arguments is None
@@ -680,7 +720,7 @@ async def test_arguments_are_weighed_only_under_the_bar_and_with_a_bar_for_them(
         constrains_json=True, reports_token_odds=True,
     )  # fmt: skip
     track = gated(unsure, 0.9)
-    reply = [e async for e in track.stream([Message.user("?")], [SEARCH], GREEDY)][-1]
+    reply = [e async for e in track.stream([Message.user("search?")], [SEARCH], GREEDY)][-1]
     assert isinstance(reply, Reply) and reply.text == "Words." and len(unsure.requests) == 3
     assert unsure.requests[2].options.json_schema is None
 
@@ -694,7 +734,7 @@ async def test_after_earlier_turns_the_arguments_weighed_are_the_turn_alones() -
     from desktop.core.tracks.prompt import EARLIER_HEAD
 
     earlier = [Message.user("Search for rust"), Message.assistant("Found 3 notes.")]
-    messages = [*earlier, Message.user("Did it work?")]
+    messages = [*earlier, Message.user("Did the search work?")]
     outcomes = []
     for arguments in (0.5, 0.998):
         script: list[Script] = [
@@ -739,7 +779,7 @@ async def test_a_turn_alone_that_would_answer_in_words_is_not_weighed() -> None:
     ]
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
     track = gated(provider, 0.9, 0.6, 0.95)
-    messages = [*earlier, Message.user("Did it work?")]
+    messages = [*earlier, Message.user("Did the search work?")]
     events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
@@ -789,3 +829,39 @@ async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either()
     assert [r.options.phase for r in provider.requests] == [None, "call-odds", "call-odds", "plain"]
     assert reply.tool_calls == [] and reply.record is not None and reply.record.alone is not None
     assert reply.record.alone.arguments is None  # the turn alone's odds only
+
+
+async def test_a_call_not_made_of_the_persons_request_becomes_a_plain_answer() -> None:
+    """A greeting answered with the tool prompt's own example call is made up: the model
+    is asked again without tools, and the record says why."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    made_up = '[{"name": "calculator", "arguments": {"expression": "23 * 19"}}]'
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "calculator"']), Step(chunks=[made_up]), Step(chunks=["Hello!"])],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [CALCULATOR], "Hi there!")
+    assert reply.tool_calls == [] and reply.text == "Hello!" and "".join(text) == "Hello!"
+    plain = provider.requests[2]
+    assert plain.tools == [] and "You can use tools" not in plain.messages[0].text
+    assert reply.record is not None and reply.record.verdict == "plain"
+    assert reply.record.reason == "the call copies an example of calculator"
+
+
+async def test_of_several_calls_only_the_persons_are_made() -> None:
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    both = (
+        '[{"name": "calculator", "arguments": {"expression": "3 * 4"}},'
+        ' {"name": "current_time", "arguments": {}}]'
+    )
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "calculator"']), Step(chunks=[both])], constrains_json=True
+    )
+    _, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "What is 3 * 4?")
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("calculator", {"expression": "3 * 4"})
+    ]
+    assert reply.record is not None and reply.record.verdict == "call"
+    assert reply.record.reason.endswith("left out: the request is not about current_time")

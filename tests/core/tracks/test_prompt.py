@@ -128,3 +128,19 @@ def test_the_transcript_grows_at_its_end_so_the_prompt_cache_keeps_it() -> None:
 def test_without_tools_earlier_turns_stay_chat_turns() -> None:
     history = [Message.user("rust"), Message.assistant("Three notes."), Message.user("go")]
     assert emulated_history(history, []) == history
+
+
+def test_without_tools_earlier_calls_and_results_are_left_out_and_the_current_ones_stay() -> None:
+    """A model shown its earlier calls and results as chat turns wrote them back as its
+    answer ("[Result of calculator] ..."); the current turn's results it needs."""
+    history = [
+        *_turn_with_a_call("rust", "c1", "Three notes on rust."),
+        Message.user("And go?"),
+        Message.assistant("", [ToolCall("c2", "search", {"query": "go"})]),
+        Message.tool("c2", "search", "results for go"),
+    ]
+    sent = emulated_history(history, [])
+    earlier = " ".join(m.text for m in sent[:2])
+    assert earlier == "rust Let me look.\n\nThree notes on rust."
+    assert "[Result of search]\nresults for go" in sent[-1].text
+    assert "results for rust" not in " ".join(m.text for m in sent)

@@ -150,11 +150,19 @@ CALCULATOR = Tool(
     name="calculator",
     description=(
         "Compute an arithmetic expression exactly: numbers, + - * / // % ** and parentheses. "
-        "Use it for any arithmetic instead of calculating yourself."
+        "Use it for any arithmetic instead of calculating yourself: sums and totals, "
+        "differences, products, division, averages, percentages, unit conversions."
     ),
     parameters={
         "type": "object",
-        "properties": {"expression": {"type": "string", "description": "e.g. (12.5 + 7) * 3 / 4"}},
+        "properties": {
+            "expression": {
+                "type": "string",
+                "description": "e.g. (12.5 + 7) * 3 / 4",
+                # Under a grammar the model can write nothing but arithmetic here: no words.
+                "pattern": r"^[0-9.eE_+\-*/%^()×÷ ]+$",
+            }
+        },
         "required": ["expression"],
         "additionalProperties": False,
     },

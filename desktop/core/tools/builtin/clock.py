@@ -33,7 +33,10 @@ async def current_time(arguments: dict[str, Any]) -> dict[str, Any]:
 
 CURRENT_TIME = Tool(
     name="current_time",
-    description="The current date and time, in the user's time zone or a given one.",
+    description=(
+        "Today's date, the day of the week and the time now, in the user's time zone or a "
+        "given one."
+    ),
     parameters={
         "type": "object",
         "properties": {

@@ -320,14 +320,14 @@ def workspace_tools(workspace: Workspace) -> list[Tool]:
         ),
         Tool(
             "read_file",
-            "Read a text file of the workspace (an image file comes back as an image).",
+            "Read (open) a text file of the workspace; an image file comes back as an image.",
             path_only,
             read_file,
             examples=(Example("What does notes/todo.txt say?", {"path": "notes/todo.txt"}),),
         ),
         Tool(
             "write_file",
-            "Write a text file in the workspace (created or replaced). Asks the user first.",
+            "Write (save) a text file in the workspace, created or replaced. Asks the user first.",
             {
                 "type": "object",
                 "properties": {

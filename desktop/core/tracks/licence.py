@@ -1,0 +1,193 @@
+"""Whether a call is the person's: the call gate's last rule, read off the call itself.
+
+In a chat a small model calls tools where none fits, and opens those calls as surely as the
+due ones: a greeting got the calculator with the tool prompt's own example. What tells the
+two apart needs no model. A call that copies an example of the tool's is not the person's.
+Otherwise a call is the person's when the request is about its tool (they
+share words with its name, description or parameters), or when its values are mostly what
+the person said. Later in a turn, after a tool's result, a call may also take its values
+from the conversation and the results (a chain: list the files, then read one). A call that
+is none of these is made up, and the model is asked for its answer in words instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from typing import Any
+
+from desktop.core.messages import Message, ToolCall
+from desktop.core.tool_spec import ToolSpec
+
+# Words that say nothing of what a request is about.
+_STOPWORDS_TEXT = """a about above after again all also am an and any are as at back be been
+    before being below between both but by can could did do does doing done down during each
+    even etc few first for from further get given got had has have having he her here hers him
+    his how i if in instead into is it its just know let like made make me might more most much
+    must my need new no nor not now of off on once one only or other our out over own per please
+    same shall she should so some still such tell than that the their them then there these
+    they thing things this those three through to too two under until up use used user using
+    very via was way we well were what when where which while who whom why will with would you
+    your yours yourself"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+# A call at least half made of the person's values (or, after a result, of what was said):
+# "45 minutes in seconds" is 45 * 60, one value said and one known.
+GROUNDED_SHARE = 0.5
+_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_NAME_PARTS = re.compile(r"([a-z0-9])([A-Z])")
+# An example inside a description ("e.g. months") is a particular, not what the tool is for.
+_EXAMPLE_CLAUSE = re.compile(r"\b(?:e\.g\.|for example|such as)[^.;,)]*", re.IGNORECASE)
+
+
+@cache
+def _stemmer() -> Any:
+    import Stemmer  # "driving" finds "drive"; loaded on the first call weighed
+
+    return Stemmer.Stemmer("english")
+
+
+def _words(text: str) -> set[str]:
+    """The stems of a text's content words (names split: get_weather -> get weather)."""
+    text = re.sub(r"[_.\-/]+", " ", _NAME_PARTS.sub(r"\1 \2", text)).casefold()
+    words = [w for w in _WORD.findall(text) if w not in STOPWORDS]
+    return set(_stemmer().stemWords(words))
+
+
+def _numbers(text: str) -> set[str]:
+    found = set()
+    for match in _NUMBER.findall(text):
+        try:
+            found.add(str(Decimal(match.replace(",", "")).normalize()))
+        except InvalidOperation:
+            continue
+    return found
+
+
+def content(text: str) -> set[str]:
+    """What a text says that a call could take: its numbers and its content words."""
+    return _numbers(text) | _words(text)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def values_of(arguments: Any) -> set[str]:
+    """What a call's arguments say: the numbers and content words of their values."""
+    said: set[str] = set()
+    for leaf in _leaves(arguments):
+        said |= content(leaf)
+    return said
+
+
+def grounded(values: set[str], said: set[str]) -> float | None:
+    """The share of a call's values found in what was said (None: the call has none)."""
+    return len(values & said) / len(values) if values else None
+
+
+def tool_words(tool: ToolSpec) -> set[str]:
+    """What a tool is about: its name, description and parameters (names, descriptions and
+    the values they take), not its examples, whose particulars ("our sales") would make it
+    about whatever they mention."""
+    parts = [tool.name, _EXAMPLE_CLAUSE.sub("", tool.description)]
+    for name, spec in tool.properties.items():
+        parts.append(name)
+        if isinstance(spec, dict):
+            parts.append(_EXAMPLE_CLAUSE.sub("", str(spec.get("description", ""))))
+            enum = spec.get("enum")
+            if isinstance(enum, list):
+                parts += [str(v) for v in enum if isinstance(v, str)]
+    return _words(" ".join(parts))
+
+
+def _example_values(tool: ToolSpec) -> set[str]:
+    """The values of the tool's own examples: a call made of them and nothing said copied
+    the prompt, whatever the request is about."""
+    found: set[str] = set()
+    for example in tool.examples:
+        found |= values_of(example.arguments)
+    return found
+
+
+def request_of(messages: Sequence[Message]) -> str:
+    """The person's request this turn: their last message that is not the loop's."""
+    for message in reversed(messages):
+        if message.role == "user" and not message.from_the_loop:
+            return message.text
+    return ""
+
+
+def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str | None:
+    """None if the call is the person's; else why not, in words for the inspector."""
+    request = request_of(messages)
+    values = values_of(call.arguments)
+    said = content(" ".join(m.text for m in messages))
+    if values and values <= _example_values(tool) and not values & said:
+        return f"the call copies an example of {call.name}"
+    if _words(request) & tool_words(tool):
+        return None
+    from_request = grounded(values, content(request))
+    if from_request is not None and from_request >= GROUNDED_SHARE:
+        return None
+    if _after_a_result(messages):
+        from_conversation = grounded(values, said)
+        if from_conversation is not None and from_conversation >= GROUNDED_SHARE:
+            return None
+    if from_request is None:
+        return f"the request is not about {call.name}"
+    return f"the request is not about {call.name}, and the call's values are not the person's"
+
+
+def _after_a_result(messages: Sequence[Message]) -> bool:
+    """Whether a tool has answered in this turn (its result is the loop's message)."""
+    for message in reversed(messages):
+        if message.role == "tool" or (message.role == "user" and message.from_the_loop):
+            return True
+        if message.role == "user":
+            return False
+    return False
+
+
+def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> ToolCall:
+    """The call without the optional arguments it copied from its tool's examples, never
+    said: "What time is it?" wants the clock, not the example's time zone."""
+    copied = _example_values(tool)
+    said = content(" ".join(m.text for m in messages))
+    required = tool.parameters.get("required", [])
+
+    def made_up(value: Any) -> bool:
+        values = values_of(value)
+        return bool(values) and values <= copied and not values & said
+
+    kept = {k: v for k, v in call.arguments.items() if k in required or not made_up(v)}
+    return call if len(kept) == len(call.arguments) else ToolCall(call.id, call.name, kept)
+
+
+def licensed(
+    calls: Sequence[ToolCall], tools: Sequence[ToolSpec], messages: Sequence[Message]
+) -> tuple[list[ToolCall], list[str]]:
+    """The calls that are the person's (trimmed of copied optional arguments), and why each
+    other one is not."""
+    by_name = {tool.name: tool for tool in tools}
+    kept: list[ToolCall] = []
+    refused: list[str] = []
+    for call in calls:
+        tool = by_name.get(call.name)
+        if tool is not None:
+            call = trimmed(call, tool, messages)
+        why = refusal(call, tool, messages) if tool is not None else None
+        if why is None:
+            kept.append(call)
+        else:
+            refused.append(why)
+    return kept, refused
