@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 
-from desktop.core.events import ProviderEvent, Reply, TextChunk
+from desktop.core.events import Notice, ProviderEvent, Reply, TextChunk
 from desktop.core.messages import Message
 from desktop.core.providers.base import ProviderWrapper, RequestOptions, checked_call, split_calls
 from desktop.core.tool_spec import ToolSpec
@@ -37,6 +37,10 @@ async def calls_from_text(
             yield event
     for piece in visible.flush():
         yield piece
+    if visible.leak is not None and not replies:  # it ended where Loomchat's format began
+        if not gate.buffer.strip():
+            yield Notice(f"The model answered with {visible.leak.name} instead of words.")
+        replies.append(Reply(gate.buffer, [], [], visible.guard.text, "stop"))
     if not replies:
         return
     reply = replies[-1]

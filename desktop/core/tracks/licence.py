@@ -111,8 +111,8 @@ def tool_words(tool: ToolSpec) -> set[str]:
 
 
 def _example_values(tool: ToolSpec) -> set[str]:
-    """The values of the tool's own examples: a call made of them and nothing said copied
-    the prompt, whatever the request is about."""
+    """The values of all the tool's own examples: an optional argument made of them alone,
+    and never said, was copied from the prompt."""
     found: set[str] = set()
     for example in tool.examples:
         found |= values_of(example.arguments)
@@ -132,7 +132,9 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     request = request_of(messages)
     values = values_of(call.arguments)
     said = content(" ".join(m.text for m in messages))
-    if values and values <= _example_values(tool) and not values & said:
+    # The values of one whole example: a single shared word ("txt") is not a copy.
+    copies = any(values == values_of(e.arguments) for e in tool.examples)
+    if values and copies and not values & said:
         return f"the call copies an example of {call.name}"
     if _words(request) & tool_words(tool):
         return None

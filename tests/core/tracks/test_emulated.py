@@ -1,4 +1,4 @@
-from desktop.core.events import Reply, TextChunk, ThinkingChunk
+from desktop.core.events import Notice, Reply, TextChunk, ThinkingChunk
 from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.providers.base import RequestOptions
 from desktop.core.tools.toolbox import Tool
@@ -146,3 +146,21 @@ def test_the_last_step_hears_only_refusals_its_answer_should_account_for() -> No
     hint = emulated_history(history, [])[-1].text
     assert "(The user declined this call to search.)" in hint
     assert "already made" not in hint and "cooldown" not in hint
+
+
+async def test_an_answer_ends_where_loomchats_format_begins_and_still_replies() -> None:
+    """The guard stops the stream before the backend's own reply: the answer up to the
+    format is the reply, so the turn finishes instead of failing."""
+    text, _, reply, _ = await run_adapter(["The answer is 4.", "\nUser: thanks"], [SEARCH])
+    assert "".join(text) == reply.text == "The answer is 4.\n" and reply.tool_calls == []
+
+
+async def test_an_answer_that_is_only_a_format_says_so() -> None:
+    inner = ScriptedProvider([Step(chunks=["[Result of search]\n", "nothing"])])
+    events = [e async for e in EmulatedTools(inner).stream([Message.user("hi")], [SEARCH],
+                                                          RequestOptions())]  # fmt: skip
+    assert [e.message for e in events if isinstance(e, Notice)] == [
+        "The model answered with a tool result's header instead of words."
+    ]
+    reply = events[-1]
+    assert isinstance(reply, Reply) and reply.text == "" and reply.tool_calls == []

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import CREATE_CHART
@@ -111,3 +113,12 @@ def test_words_any_request_may_use_do_not_make_it_about_a_tool() -> None:
     assert why == "the request is not about current_time"
     sum_ = call("calculator", expression="3 + 4")
     assert refusal(sum_, CALCULATOR, [Message.user("Make it about winter instead.")]) is not None
+
+
+def test_a_value_shared_with_an_example_by_chance_is_no_copy(tmp_path: Path) -> None:
+    from desktop.core.tools.builtin.workspace import Workspace, workspace_tools
+
+    write = next(t for t in workspace_tools(Workspace(tmp_path)) if t.name == "write_file")
+    # The example writes "buy milk" to todo.txt; this call shares only "txt" with it.
+    saved = call("write_file", path="a.txt", content="x")
+    assert refusal(saved, write, [Message.user("Save")]) is None
