@@ -615,19 +615,3 @@ def test_the_status_bar_names_the_bar_after_earlier_turns_where_it_differs() -> 
     assert _bars(one) == "0.90"
     two = Calibration("m", "2026-12-01", "constrained", 0.9, (), 0, 0.0, later_bar=0.54)
     assert _bars(two) == "0.90 (0.54 after earlier turns)"
-
-
-def test_a_model_that_calls_where_none_fits_gets_a_suggestion_in_the_chat(
-    qtbot: Any, make_window: WindowFactory
-) -> None:
-    from PySide6.QtWidgets import QLabel
-
-    from desktop.core.calibration.card import Calibration, TrackScore
-
-    window, _ = make_window([])
-    score = TrackScore("constrained", 8, 10, 1, 1, 2, 6, 0, 0, 9, 20.0, 1.0, 0.7)
-    calibration = Calibration("file:qwen.gguf:468", "2026-12-01", "constrained", 0.9,
-                              (score,), 16, 60.0)  # fmt: skip
-    window._on_calibrated(calibration)
-    notes = [n.text() for n in window.pane.chat.findChildren(QLabel, "warningNote")]
-    assert notes == [calibration.suggestion()] and "in 4 of 6" in notes[0]

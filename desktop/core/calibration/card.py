@@ -127,8 +127,10 @@ class Calibration:
         return cls(**{**data, "scores": scores})
 
     def suggestion(self) -> str | None:
-        """What the window suggests when this model often calls a tool where none fits (a
-        quarter of such questions or more: a person would meet it every few messages)."""
+        """A suggestion for a model that often calls a tool where none fits (a quarter of
+        such questions or more). Not shown in the window yet: the count is the gate's at
+        its bar, before the licence rule leaves most of those calls out, so it would
+        send people away from models that do well in chats."""
         s = self.chosen
         unwanted = s.quiet - s.quiet_right
         if not s.quiet or unwanted * UNWANTED_SHARE_TO_WARN < s.quiet:
