@@ -20,6 +20,7 @@ from typing import Any
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.prompt import current_turn_start, is_request
 
 # Words that say nothing of what a request is about.
 _STOPWORDS_TEXT = """a about above after again all also am an and any are as at back be been
@@ -121,10 +122,8 @@ def _example_values(tool: ToolSpec) -> set[str]:
 
 def request_of(messages: Sequence[Message]) -> str:
     """The person's request this turn: their last message that is not the loop's."""
-    for message in reversed(messages):
-        if message.role == "user" and not message.from_the_loop:
-            return message.text
-    return ""
+    start = current_turn_start(messages)
+    return messages[start].text if messages and is_request(messages[start]) else ""
 
 
 def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str | None:
@@ -152,12 +151,8 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
 
 def _after_a_result(messages: Sequence[Message]) -> bool:
     """Whether a tool has answered in this turn (its result is the loop's message)."""
-    for message in reversed(messages):
-        if message.role == "tool" or (message.role == "user" and message.from_the_loop):
-            return True
-        if message.role == "user":
-            return False
-    return False
+    turn = messages[current_turn_start(messages) + 1 :]
+    return any(m.role == "tool" or m.from_the_loop for m in turn)
 
 
 def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> ToolCall:

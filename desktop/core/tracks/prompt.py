@@ -157,7 +157,7 @@ def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[Messag
     (docs/experiments/deep-conversation.md). The transcript grows at its end, so the
     server's prompt cache keeps all but the last turn."""
     worded = in_words(messages)
-    start = _current_turn_start(worded)
+    start = current_turn_start(worded)
     earlier = [m for m in worded[:start] if m.role != "system"]
     current = [m for m in worded[:start] if m.role == "system"] + worded[start:]
     return earlier, current
@@ -192,12 +192,12 @@ def in_words(messages: Sequence[Message]) -> list[Message]:
     without the calls and results between them (the answer says what the results were).
     A turn that ended with no words says in prose what it called. The current turn stays
     whole."""
-    start = _current_turn_start(messages)
+    start = current_turn_start(messages)
     kept: list[Message] = []
     said = False  # whether the earlier turn being read has words from the model
     calls: list[ToolCall] = []
     for message in messages[:start]:
-        if _is_request(message):
+        if is_request(message):
             if calls and not said:
                 kept.append(Message.assistant(call_prose(calls)))
             said, calls = False, []
@@ -214,12 +214,12 @@ def in_words(messages: Sequence[Message]) -> list[Message]:
     return [*kept, *messages[start:]]
 
 
-def _current_turn_start(messages: Sequence[Message]) -> int:
-    starts = [i for i, message in enumerate(messages) if _is_request(message)]
+def current_turn_start(messages: Sequence[Message]) -> int:
+    starts = [i for i, message in enumerate(messages) if is_request(message)]
     return starts[-1] if starts else 0
 
 
-def _is_request(message: Message) -> bool:
+def is_request(message: Message) -> bool:
     """A person's message, which starts a turn (not a step's notes or tool images)."""
     return message.role == "user" and not message.from_the_loop
 
