@@ -228,12 +228,12 @@ class LlamaServer:
             "--ctx-size", str(self.context_size),
             "--jinja",
             "--no-webui",
-            # Two slots sharing one cache: the conversation's prompt in one, the call
-            # gate's asides (the turn alone, an answer without tools) in the other, each
-            # request pinned to its slot, so neither evicts the other's cached prompt. An
-            # idle slot stays in the cache (by default the server would move it to host
-            # memory and clear it whenever the other starts) until its room is needed.
-            "--parallel", "2", "--kv-unified", "--no-cache-idle-slots",
+            # Three slots sharing one cache: the conversation's prompt, the call gate's
+            # turn alone, and the conversation in words (an answer without tools), each
+            # request pinned to its slot, so none evicts another's cached prompt. An idle
+            # slot stays in the cache (by default the server would move it to host memory
+            # and clear it whenever another starts) until its room is needed.
+            "--parallel", "3", "--kv-unified", "--no-cache-idle-slots",
         ]  # fmt: skip
         if self.threads:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]

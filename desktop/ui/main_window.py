@@ -185,6 +185,8 @@ class MainWindow(QMainWindow):
     def _on_calibrated(self, calibration: Calibration) -> None:
         self.calibration_status.hide()
         self.statusBar().showMessage(CalibrationStatus.finished_message(calibration), 15000)
+        if (suggestion := calibration.suggestion()) is not None:
+            self.pane.chat.show_note(suggestion, "warning")  # where the person is looking
 
     def _on_calibration_ended(self, problem: str) -> None:
         self.calibration_status.hide()

@@ -37,6 +37,12 @@ class ReliabilityTab(QWidget):
             shown.setAccessibleName(label)
             self.card_rows[label] = shown
             form.addRow(label, shown)
+        # A model that often calls where no tool fits: what might suit tools better.
+        self.suggestion = QLabel((calibration.suggestion() or "") if calibration else "")
+        self.suggestion.setWordWrap(True)
+        self.suggestion.setObjectName("warningNote")
+        self.suggestion.setVisible(bool(self.suggestion.text()))
+        form.addRow(self.suggestion)
         self.calibrate_button = QPushButton("Calibrating…" if calibrating else "Calibrate now")
         self.calibrate_button.setEnabled(not calibrating)
         describe(self.calibrate_button, "Measure again, in the background")

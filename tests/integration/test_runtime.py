@@ -10,7 +10,7 @@ import pytest
 from desktop.core.events import TextDelta, TurnFailed
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
-from desktop.core.providers.base import RequestOptions
+from desktop.core.providers.base import Aside, RequestOptions
 from desktop.core.providers.discovery import discover
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
@@ -80,17 +80,18 @@ async def test_probe_and_discovery_on_the_real_server(llama_server: LlamaServer)
 async def test_an_aside_leaves_the_conversations_prompt_cached(
     llama_server: LlamaServer,
 ) -> None:
-    """The runtime's two slots: a request pinned to the aside slot (the turn alone, an
-    answer without tools) does not make the conversation's next request read its prompt
-    again. The server says how much of each prompt it read (`timings.prompt_n`)."""
+    """The runtime's three slots: requests pinned to the asides' slots (the turn alone,
+    the conversation in words) do not make the conversation's next request read its prompt
+    again, nor each other's. The server says how much of each prompt it read
+    (`timings.prompt_n`)."""
     from desktop.core.providers.llamacpp import LlamaCppProvider
 
     provider = LlamaCppProvider(llama_server.base_url)
     provider.capabilities = await provider.probe()
-    assert provider.capabilities.slots == 2
+    assert provider.capabilities.slots == 3
     conversation = "Here is a long story. " + "Once upon a time there was a fox. " * 60
 
-    async def read(text: str, aside: bool) -> int:
+    async def read(text: str, aside: Aside | None) -> int:
         options = RequestOptions(temperature=0, max_tokens=1, aside=aside)
         body = provider.request_body([Message.user(text)], [], options) | {"stream": False}
         body.pop("stream_options")
@@ -98,7 +99,10 @@ async def test_an_aside_leaves_the_conversations_prompt_cached(
             answer = await client.post(f"{llama_server.base_url}/v1/chat/completions", json=body)
         return int(answer.json()["timings"]["prompt_n"])
 
-    assert await read(conversation + "Who is in it?", aside=False) > 300
-    assert await read("What is 2 + 2?", aside=True) > 5
-    assert await read(conversation + "Is it short?", aside=False) < 20
+    in_words = "In words: " + "A hare ran past the fox. " * 60
+    assert await read(conversation + "Who is in it?", aside=None) > 300
+    assert await read(in_words + "Who ran?", aside="in words") > 300
+    assert await read("What is 2 + 2?", aside="turn alone") > 5
+    assert await read(conversation + "Is it short?", aside=None) < 20
+    assert await read(in_words + "Was it fast?", aside="in words") < 20
     await provider.aclose()

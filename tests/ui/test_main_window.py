@@ -597,6 +597,28 @@ def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(
     assert not dialog.calibrate_button.isEnabled()
 
 
+def test_a_model_that_calls_where_none_fits_is_told_in_the_chat_and_on_its_card(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    from tests.core.calibration.test_card import calibrated
+
+    window, _ = make_window([])
+    window.show()
+    quiet = calibrated("constrained", 9, 10)
+    window._on_calibrated(quiet)
+    notes = [label.text() for label in window.pane.chat.findChildren(QLabel, "warningNote")]
+    assert not any("where none fits" in note for note in notes)
+    noisy = calibrated("constrained", 4, 10)
+    window._on_calibrated(noisy)
+    notes = [label.text() for label in window.pane.chat.findChildren(QLabel, "warningNote")]
+    assert noisy.suggestion() in notes
+    dialog = SettingsDialog(
+        window.session.settings, [], window.session.secrets, window, calibration=noisy
+    )
+    qtbot.addWidget(dialog)
+    assert dialog.reliability.suggestion.text() == noisy.suggestion()
+
+
 def test_calibration_can_be_cancelled(qtbot: Any, make_window: WindowFactory) -> None:
     window, _ = make_window([Step(hang=True)] * 5)
     window.controller.calibrate()

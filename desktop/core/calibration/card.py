@@ -12,8 +12,9 @@ from desktop.core.calibration.scoring import Answer, Bars, score
 
 # How calibration measures, numbered: a card made an earlier way is measured again (and
 # used until then). 2: questions from 10 examples in fixed tool groups, calls to no
-# offered tool answered in text, the arguments' bar.
-METHOD = 2
+# offered tool answered in text, the arguments' bar. 3: a call the gate's last rule (the
+# licence) would leave out is no call, where none is due.
+METHOD = 3
 # The window suggests another track or model from one unwanted call in this many questions.
 UNWANTED_SHARE_TO_WARN = 4
 
@@ -128,10 +129,11 @@ class Calibration:
 
     def suggestion(self) -> str | None:
         """A suggestion for a model that often calls a tool where none fits (a quarter of
-        such questions or more). Not shown in the window yet: the count is the gate's at
-        its bar, before the licence rule leaves most of those calls out, so it would
-        send people away from models that do well in chats."""
+        such questions or more, counted as the chat would call: at the bar, after the
+        licence rule). None for a card measured before the licence counted."""
         s = self.chosen
+        if self.method < 3:
+            return None
         unwanted = s.quiet - s.quiet_right
         if not s.quiet or unwanted * UNWANTED_SHARE_TO_WARN < s.quiet:
             return None

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
-from desktop.core.messages import Message
+from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls, probe, read_opening
@@ -27,6 +27,7 @@ from desktop.core.tracks.gate import (
     decide,
     first_request_step,
 )
+from desktop.core.tracks.licence import licensed, refusal_of
 from desktop.core.tracks.prompt import emulated_history, split_turns
 from desktop.core.tracks.step_calls import offered_tool
 
@@ -103,6 +104,32 @@ class GateReader:
         weighed = isinstance(decision, Call | Plain) and first_request_step(messages)
         written = decision.written if isinstance(decision, Call | Plain) and weighed else None
         return Reading(decision, called, tool, written)
+
+    async def licence_refuses(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        read: Reading,
+    ) -> bool:
+        """Whether the chat would leave out every call this question's answer makes
+        (`licence`, the gate's last rule, which reads the calls' values): the calls as the
+        gate wrote them, or as the chat would write them now."""
+        decision = read.decision
+        written = read.written or (decision.written if isinstance(decision, Call | Plain) else None)
+        if written is None:
+            first = decision.first if isinstance(decision, Call) else read.tool
+            history = emulated_history(messages, tools)
+
+            def judge(call: ToolCall) -> str | None:
+                return refusal_of(call, tools, messages)
+
+            written = await constrained_calls(
+                self.provider, history, tools, options, Constrained(first),
+                known_names(messages, tools), judge,
+            )  # fmt: skip
+        kept, _ = licensed(written.calls, tools, messages)
+        return not kept and not written.broken
 
     async def _remembered(
         self,

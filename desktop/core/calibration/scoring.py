@@ -48,6 +48,9 @@ class Answer:
     # Asked after earlier turns, where the turn alone opened a call: its arguments' odds.
     alone_arguments_odds: float | None = None
     checked: bool = True  # its calls' arguments were checked (written in full)
+    # Where no call is due: the chat would leave out every call the answer makes, as not
+    # the person's (the gate's last rule, which no bar changes).
+    licence_refused: bool = False
 
     @property
     def later(self) -> bool:
@@ -62,7 +65,7 @@ class Answer:
             self.odds is None
             or CallGate(self.odds, bar, "calibration", self.arguments_odds, arguments_bar).passed
         )
-        called = self.called and passed
+        called = self.called and passed and not self.licence_refused
         return self.right if called else not self.due
 
     def right_with(self, bars: Bars) -> bool:
@@ -74,7 +77,7 @@ class Answer:
                 bars.arguments,
             )  # fmt: skip
             if alone.passed:
-                return self.right
+                return not self.due if self.licence_refused else self.right
         if self.later:  # arguments are weighed on a first request only
             return self.right_at(bars.later)
         return self.right_at(bars.first, bars.arguments)
@@ -150,6 +153,9 @@ async def opening(reader: GateReader, case: Case, *, measuring: bool) -> Answer:
     seconds = time.perf_counter() - started
     written = read.written
     alone_written = getattr(read.decision, "alone_written", None)
+    refused = False
+    if opened and not case.due:  # would the chat make the calls at all?
+        refused = await reader.licence_refuses(messages, tools, OPTIONS, read)
     made = written.calls if written else []
     broken = bool(written and written.broken)
     cut_off = broken and written is not None and written.finish_reason == "length"
@@ -169,6 +175,7 @@ async def opening(reader: GateReader, case: Case, *, measuring: bool) -> Answer:
         arguments_odds=written.arguments if written else None,
         alone_arguments_odds=alone_written.arguments if alone_written else None,
         checked=written is not None,
+        licence_refused=refused,
     )
 
 

@@ -70,6 +70,11 @@ class PlainAnswer:
 RequestPart = Probe | Constrained | PlainAnswer
 
 
+# The prompts beside the conversation's own (see `RequestOptions.aside`).
+Aside = Literal["turn alone", "in words"]
+ASIDES: tuple[Aside, ...] = ("turn alone", "in words")
+
+
 @dataclass(frozen=True)
 class RequestOptions:
     temperature: float | None = None
@@ -92,10 +97,11 @@ class RequestOptions:
     # Which part of a step this request is, for the trace (the opening probe comes before
     # the step's own request, the others after it); None: the step's own. Backends ignore it.
     part: RequestPart | None = None
-    # A prompt that is not the conversation's own (the turn alone, an answer without the
-    # tools): a server with a second slot keeps it there, so the conversation's prompt stays
-    # cached in the first and the next request does not read it all again.
-    aside: bool = False
+    # A prompt that is not the conversation's own (the turn alone, or the conversation in
+    # words for an answer without the tools): a server with more slots keeps each in its
+    # own, so the conversation's prompt stays cached in the first and no request reads a
+    # whole prompt again that it read a turn before.
+    aside: Aside | None = None
 
     @property
     def phase(self) -> Literal["opening", "call-odds", "constrained", "plain"] | None:

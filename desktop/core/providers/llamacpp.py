@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from desktop.core.messages import Message
-from desktop.core.providers.base import Capabilities, Features, RequestOptions
+from desktop.core.providers.base import ASIDES, Capabilities, Features, RequestOptions
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.tool_spec import ToolSpec
 
@@ -42,8 +42,10 @@ class LlamaCppProvider(OpenAICompatProvider):
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
         body = super().request_body(messages, tools, options)
-        if self.capabilities.slots > 1:  # the conversation's prompt in slot 0, the rest in 1
-            body["id_slot"] = 1 if options.aside else 0
+        slots = self.capabilities.slots
+        if slots > 1:  # the conversation's prompt in slot 0, each aside in its own after it
+            wanted = 0 if options.aside is None else ASIDES.index(options.aside) + 1
+            body["id_slot"] = min(wanted, slots - 1)
         return body
 
     async def healthy(self) -> bool:

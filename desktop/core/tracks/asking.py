@@ -4,14 +4,16 @@ probe, the calls under the grammar, and the free answer's opening read without s
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from desktop.core.events import ProviderEvent, Reply, TextChunk, ThinkingChunk, TokenOdds
-from desktop.core.messages import Message
+from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import (
+    Aside,
     Constrained,
     Probe,
     Provider,
@@ -34,6 +36,70 @@ _FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
 # how much prose calibration reads before it takes the answer for prose).
 NAME_LOOKAHEAD = 300
 
+# Why a call written under the grammar is not the person's, or None (`licence.refusal_of`).
+Judge = Callable[[ToolCall], str | None]
+
+
+@dataclass
+class ListItems:
+    """The items of a JSON list as it streams, each given once it is complete: the calls
+    written so far, judged before the rest are written. The text is the grammar's, so it is
+    well formed; only strings and nesting need tracking."""
+
+    text: str = ""
+    _depth: int = 0
+    _quoted: bool = False
+    _escaped: bool = False
+    _start: int | None = None
+
+    def feed(self, chunk: str) -> list[str]:
+        done: list[str] = []
+        at = len(self.text)
+        self.text += chunk
+        for i, char in enumerate(chunk, start=at):
+            if self._quoted:
+                if self._escaped:
+                    self._escaped = False
+                elif char == "\\":
+                    self._escaped = True
+                elif char == '"':
+                    self._quoted = False
+            elif char == '"':
+                self._quoted = True
+            elif char in "{[":
+                self._depth += 1
+                if self._depth == 2:
+                    self._start = i
+            elif char in "}]":
+                if self._depth == 2 and self._start is not None:
+                    done.append(self.text[self._start : i + 1])
+                    self._start = None
+                self._depth -= 1
+        return done
+
+
+def _judged(items: list[str], judge: Judge, accepted: list[str], refused: list[str]) -> bool:
+    """Each complete call goes to `accepted` until one is refused (its reason to
+    `refused`); whether one was."""
+    for item in items:
+        why = _refused(item, judge)
+        if why is not None:
+            refused.append(why)
+            return True
+        accepted.append(item)
+    return False
+
+
+def _refused(item: str, judge: Judge) -> str | None:
+    """Why a complete call is not the person's (None: it is, or it is no call at all)."""
+    try:
+        call = json.loads(item)
+    except ValueError:
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict):
+        return None
+    return judge(ToolCall("", str(call.get("name")), call["arguments"]))
+
 
 def first_name(gate: ProseGate) -> tuple[bool, str | None]:
     """Whether the free answer, held from where a call begins, has read far enough: the
@@ -49,7 +115,8 @@ async def probe(
 ) -> Odds:
     """The odds that the answer opens a call, and whether its likeliest first token does
     (what the free answer, at temperature 0, would open with)."""
-    asked = replace(options, max_tokens=1, top_logprobs=10, part=part, aside=part.alone)
+    aside: Aside | None = "turn alone" if part.alone else None
+    asked = replace(options, max_tokens=1, top_logprobs=10, part=part, aside=aside)
     alternatives: tuple[tuple[str, float], ...] | None = None
     async with aclosing(inner.stream(history, [], asked)) as answer:
         async for event in answer:  # read to the end: one token, then its usage
@@ -68,24 +135,32 @@ async def constrained_calls(
     options: RequestOptions,
     part: Constrained,
     known: Sequence[str],
+    judge: Judge | None = None,
 ) -> ConstrainedCalls:
     """The step's calls written under the backend's grammar (the first pinned to the tool
     the free answer named); weighed, the tokens' odds are asked for and the arguments'
     odds returned. A call's values are copied from the request, not composed: they are
-    written greedily whatever the chat's temperature."""
+    written greedily whatever the chat's temperature.
+
+    With a `judge`, the writing stops at the first call it refuses: the calls are the ones
+    before it. A model that lists made-up calls lists several, each costing its tokens."""
     budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
     asked = replace(
         options, json_schema=call_schema(tools, first=part.first), max_tokens=budget,
-        part=part, top_logprobs=1 if part.weigh else None, temperature=0.0, aside=part.alone,
+        part=part, top_logprobs=1 if part.weigh else None, temperature=0.0,
+        aside="turn alone" if part.alone else None,
     )  # fmt: skip
     text: list[str] = []
     chosen: list[tuple[str, float]] = []
     passed_on: list[ProviderEvent] = []
     reply: Reply | None = None
+    items, accepted, refused = ListItems(), list[str](), list[str]()
     async with aclosing(inner.stream(history, [], asked)) as forced:
         async for event in forced:
             if isinstance(event, TextChunk):
                 text.append(event.text)
+                if judge is not None and _judged(items.feed(event.text), judge, accepted, refused):
+                    break
             elif isinstance(event, TokenOdds):
                 if event.chosen is not None:
                     chosen.append(event.chosen)
@@ -94,15 +169,18 @@ async def constrained_calls(
             elif not isinstance(event, ThinkingChunk):
                 passed_on.append(event)
     written = (reply.text if reply else "") or "".join(text)
+    if refused:
+        written = f"[{', '.join(accepted)}]"
     parsed = parse_answer(written, known)
     calls, broken = split_calls(checked_call(n, a) for n, a in parsed.calls)
     return ConstrainedCalls(
         calls,
         [*broken, *parsed.broken],
-        (reply.raw or reply.text) if reply else written,
-        reply.finish_reason if reply else None,
+        (reply.raw or reply.text) if reply else "".join(text),
+        reply.finish_reason if reply else ("stop" if refused else None),
         arguments_odds(chosen) if part.weigh else None,
         passed_on,
+        refused,
     )
 
 

@@ -21,7 +21,7 @@ from desktop.core.events import (
     TextChunk,
     ThinkingChunk,
 )
-from desktop.core.messages import Message
+from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import (
     Constrained,
     PlainAnswer,
@@ -31,7 +31,7 @@ from desktop.core.providers.base import (
     RequestOptions,
 )
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.asking import constrained_calls, first_name, probe
+from desktop.core.tracks.asking import Judge, constrained_calls, first_name, probe
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.gate import (
     Answer,
@@ -40,13 +40,14 @@ from desktop.core.tracks.gate import (
     ConstrainedCalls,
     Decision,
     Free,
+    Gate,
     Opened,
     Plain,
     Spoken,
     decide,
 )
 from desktop.core.tracks.holdback import VisibleText, relay
-from desktop.core.tracks.licence import licensed
+from desktop.core.tracks.licence import licensed, refusal_of
 from desktop.core.tracks.prompt import emulated_history, split_turns
 
 # A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
@@ -60,12 +61,21 @@ rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
 
 @dataclass
 class _FreeAnswer:
-    """The free answer as it streamed: its text, its reply, and the prose held back."""
+    """The free answer as it streamed: its text, its reply, and the prose held back.
+    Held for a second look, it is paused at its first word (`rest`), not stopped: the
+    server goes on writing it while the turn is asked alone in its other slot, and if the
+    prose stands, the answer goes on from there instead of being asked again."""
 
     visible: VisibleText = field(default_factory=VisibleText)
     replies: list[Reply] = field(default_factory=list)
     held: list[ProviderEvent] = field(default_factory=list)
     opened: Opened = field(default_factory=lambda: Opened(False))
+    rest: AsyncGenerator[ProviderEvent, None] | None = None
+
+    async def close(self) -> None:
+        if self.rest is not None:
+            rest, self.rest = self.rest, None
+            await rest.aclose()
 
 
 class ConstrainedTools(ProviderWrapper):
@@ -112,6 +122,28 @@ class ConstrainedTools(ProviderWrapper):
             sampled=sampled,
         )  # fmt: skip
         free = _FreeAnswer()
+
+        def judge(call: ToolCall) -> str | None:
+            return refusal_of(call, tools, messages)
+
+        try:
+            async for event in self._drive(gate, messages, tools, options, free, judge):
+                yield event
+        finally:
+            await free.close()
+
+    async def _drive(
+        self,
+        gate: Gate,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        free: _FreeAnswer,
+        judge: Judge,
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """The gate's asks made against the backend, then its decision carried out."""
+        known = known_names(messages, tools)
+        history = emulated_history(messages, tools)
         alone = split_turns(messages)[1]
         answer: Answer | None = None
         while True:
@@ -120,6 +152,8 @@ class ConstrainedTools(ProviderWrapper):
             except StopIteration as done:
                 decision: Decision = done.value
                 break
+            if not getattr(ask, "alone", False):
+                await free.close()  # the conversation's own slot is asked again
             match ask:
                 case Probe():
                     asked = emulated_history(alone, tools) if ask.alone else history
@@ -127,21 +161,27 @@ class ConstrainedTools(ProviderWrapper):
                 case Constrained():
                     asked = emulated_history(alone, tools) if ask.alone else history
                     names = known_names(alone, tools) if ask.alone else known
-                    answer = await constrained_calls(self.inner, asked, tools, options, ask, names)
+                    answer = await constrained_calls(
+                        self.inner, asked, tools, options, ask, names, judge
+                    )
                 case Free():
                     async for event in self._free(history, options, ask, free):
                         yield event
                     answer = free.opened
                 case _:
                     assert_never(ask)
-        async for event in self._carry_out(decision, messages, tools, options, free, known):
+        if not isinstance(decision, Spoken):
+            await free.close()
+        carried = self._carry_out(decision, messages, tools, options, free, known, judge)
+        async for event in carried:
             yield event
 
     async def _free(
         self, history: list[Message], options: RequestOptions, ask: Free, free: _FreeAnswer
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The free answer, its prose shown as it streams (held, where the second look
-        may judge it), read until a call names its tool, or the held prose's first word."""
+        may judge it), read until a call names its tool, or paused at the held prose's
+        first word."""
         visible, gate = free.visible, free.visible.gate
         looking, thought = ask.hold_prose, False
         named: str | None = None
@@ -149,14 +189,15 @@ class ConstrainedTools(ProviderWrapper):
         def stop() -> bool:
             nonlocal named
             if not gate.holding:
-                return looking and bool(gate.buffer[: gate.released].strip())
+                return False
             done, named = first_name(gate)
             return done
 
         asked = replace(options, temperature=0) if ask.greedy else options
         shown = relay(self.inner.stream(history, [], asked), visible, free.replies, stop)
-        async with aclosing(shown) as events:
-            async for event in events:
+        paused = False
+        try:
+            async for event in shown:
                 # A model that thought first chose its prose: no second look.
                 thought = thought or isinstance(event, ThinkingChunk)
                 looking = looking and not thought
@@ -164,6 +205,14 @@ class ConstrainedTools(ProviderWrapper):
                     free.held.append(event)
                 else:
                     yield event
+                if looking and not gate.holding and gate.buffer[: gate.released].strip():
+                    paused = True
+                    break
+        finally:
+            if paused:
+                free.rest = shown
+            else:
+                await shown.aclose()
         prose = gate.buffer[: gate.released] if gate.holding else gate.buffer
         free.opened = Opened(gate.holding, named, prose, thought)
 
@@ -175,12 +224,16 @@ class ConstrainedTools(ProviderWrapper):
         options: RequestOptions,
         free: _FreeAnswer,
         known: Sequence[str],
+        judge: Judge,
     ) -> AsyncGenerator[ProviderEvent, None]:
         record = decision.record
         match decision:
             case Spoken():
                 visible = free.visible
-                if visible.leak is not None and not visible.gate.buffer.strip():
+                if free.rest is not None:  # the held prose stands: it goes on
+                    async for event in self._rest_of(free):
+                        yield event
+                if visible.leak is not None and not _prose_of(visible).strip():
                     why = f"the answer was {visible.leak.name}"
                     record = replace(record, verdict="plain", reason=why)
                     answer = self._plain_answer(messages, [], options, keep_tools=False,
@@ -196,10 +249,10 @@ class ConstrainedTools(ProviderWrapper):
                 finish: str | None = "stop"  # where a leak ended it, no reply came
                 for reply in free.replies[-1:]:
                     raw, finish = reply.raw or reply.text, reply.finish_reason
-                yield Reply(visible.gate.buffer, [], [], raw, finish, record=record)
+                yield Reply(_prose_of(visible), [], [], raw, finish, record.judged, record=record)
             case Plain():
                 answer = self._plain_answer(
-                    messages, tools, options, keep_tools=decision.keep_tools,
+                    messages, tools, options, keep_tools=False,
                     reason=decision.reason, shown=decision.shown, record=record,
                 )  # fmt: skip
                 async for event in answer:
@@ -210,12 +263,13 @@ class ConstrainedTools(ProviderWrapper):
                     part = Constrained(decision.first)
                     history = emulated_history(messages, tools)
                     written = await constrained_calls(
-                        self.inner, history, tools, options, part, known
+                        self.inner, history, tools, options, part, known, judge
                     )
                 for event in written.passed_on:
                     yield event
                 # The gate's last rule: a call must be the person's.
                 kept, refused = licensed(written.calls, tools, messages)
+                refused = [*refused, *written.refused]
                 why = "; ".join(dict.fromkeys(refused))
                 if refused and not kept and not written.broken:
                     record = replace(record, verdict="plain", reason=why)
@@ -232,6 +286,21 @@ class ConstrainedTools(ProviderWrapper):
                 yield _call_reply(decision, written, free, record)
             case _:
                 assert_never(decision)
+
+    async def _rest_of(self, free: _FreeAnswer) -> AsyncGenerator[ProviderEvent, None]:
+        """The paused free answer, its held prose first, to its end; a call it opens after
+        the prose ends it there (the second look said no call)."""
+        held, free.held = free.held, []
+        for event in held:
+            yield event
+        rest, free.rest = free.rest, None
+        if rest is None:
+            return
+        async with aclosing(rest) as events:
+            async for event in events:
+                yield event
+                if free.visible.gate.holding:
+                    return
 
     async def _plain_answer(
         self,
@@ -251,8 +320,7 @@ class ConstrainedTools(ProviderWrapper):
         forbid a call, the prompt keeps the tools (`keep_tools`: the prefix the server has
         cached). After an unsure call the tools are left out: kept and forbidden, the model
         echoed the request or explained how to call the tool instead of answering, and that
-        prompt is short anyway. An answer that opened in prose, whose second look found no
-        call, is asked again with the prompt it opened with, calls forbidden.
+        prompt is short anyway.
 
         `reason` says why a later part of the step answers in text (for the trace); without
         one, the answer is a step of its own (the last, tool-free one). `shown` is prose of
@@ -268,7 +336,7 @@ class ConstrainedTools(ProviderWrapper):
             plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
         else:
             history = emulated_history(messages, [])
-            plain_options = replace(plain_options, aside=True)
+            plain_options = replace(plain_options, aside="in words")
         visible = VisibleText(hold_calls=False)
         replies: list[Reply] = []
         plain = relay(self.inner.stream(history, [], plain_options), visible, replies)
@@ -295,6 +363,12 @@ class ConstrainedTools(ProviderWrapper):
         for reply in replies[-1:]:
             raw, finish = reply.raw or raw, reply.finish_reason
         yield Reply(f"{shown}{visible.prose}", [], [], raw, finish, judged, record=record)
+
+
+def _prose_of(visible: VisibleText) -> str:
+    """The answer's prose: all of it, or where a call began, what came before."""
+    gate = visible.gate
+    return gate.buffer[: gate.released] if gate.holding else gate.buffer
 
 
 def _call_reply(

@@ -10,7 +10,7 @@ The rules, in order:
 2. The free answer is read until a call names its tool. Prose with no call is the answer,
    except after earlier turns where the model has a bar: prose is then held, and the turn
    asked alone (the second look) decides: under the first request's bar, prose it is
-   (asked again, calls forbidden); over it, a call. A model that thought first chose prose.
+   (the held answer goes on); over it, a call. A model that thought first chose prose.
 3. A call to a tool that is not offered is no call: no tool fits.
 4. A call that opens the answer is weighed: its odds (a probe of the same prompt) against
    the request's bar (a first request's, or the one after earlier turns).
@@ -24,7 +24,7 @@ The rules, in order:
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from desktop.core.events import BrokenCall, CallGate, GateRecord, ProviderEvent, UsageReport
@@ -129,6 +129,8 @@ class ConstrainedCalls:
     finish_reason: str | None
     arguments: float | None  # their arguments' odds, where the tokens' odds were asked for
     passed_on: list[ProviderEvent]  # usage and notices, for the caller to pass on
+    # Why the writing stopped at a call that was not the person's (see `licence`).
+    refused: list[str] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:
@@ -154,13 +156,11 @@ class Call:
 
 @dataclass(frozen=True)
 class Plain:
-    """Answer in text instead, asked again: with the tool prompt kept and calls forbidden
-    (`keep_tools`: prose after the second look), or without tools. `shown`: prose of the
-    free answer already shown, which the answer goes on from. `written`: calls written to
-    weigh them, not made."""
+    """Answer in text instead, asked again without tools. `shown`: prose of the free
+    answer already shown, which the answer goes on from. `written`: calls written to weigh
+    them, not made."""
 
     reason: str
-    keep_tools: bool
     shown: str
     record: GateRecord
     written: ConstrainedCalls | None = None
@@ -170,9 +170,11 @@ class Plain:
 
 @dataclass(frozen=True)
 class Spoken:
-    """The free answer was prose, and it is the answer."""
+    """The free answer was prose, and it is the answer (held for a second look, it goes
+    on from where it was held)."""
 
     record: GateRecord
+    alone_written: ConstrainedCalls | None = None
     kind: Literal["spoken"] = "spoken"
 
 
@@ -229,8 +231,7 @@ def decide(
         record = replace(record, alone=alone)
         if not alone.passed:
             no = "the call gate said no call, for the turn alone"
-            return Plain(no, True, "", replace(record, verdict="plain", reason=no),
-                         alone_written=alone_written)  # fmt: skip
+            return Spoken(replace(record, verdict="prose", reason=no), alone_written)
         prose, judged = "", alone
         written = alone_written if alone.arguments_sure else None
     elif not opened.call:
@@ -238,7 +239,7 @@ def decide(
     first = offered_tool(opened.named, tools) if opened.named else None
     if opened.named and first is None:  # rule 3
         why = f"the call named {opened.named!r}, which is not an offered tool"
-        return Plain(why, False, prose, replace(record, verdict="plain", reason=why))
+        return Plain(why, prose, replace(record, verdict="plain", reason=why))
     if judged is None and not prose.strip() and odds_reported:  # rule 4
         odds = probed if probed is not None else (yield from _ask_odds(Probe()))
         judged = CallGate(odds.odds, bar, source)
@@ -262,7 +263,7 @@ def decide(
             record = replace(record, request=judged)
         if not judged.passed:  # rule 6
             no = "the call gate said no call" + (", nor were its arguments sure" if written else "")
-            return Plain(no, False, "", replace(record, verdict="plain", reason=no),
+            return Plain(no, "", replace(record, verdict="plain", reason=no),
                          written, alone_written)  # fmt: skip
     why = _why_a_call(judged)
     return Call(written, first, prose, replace(record, verdict="call", reason=why), alone_written)

@@ -170,6 +170,15 @@ def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> Tool
     return call if len(kept) == len(call.arguments) else ToolCall(call.id, call.name, kept)
 
 
+def refusal_of(
+    call: ToolCall, tools: Sequence[ToolSpec], messages: Sequence[Message]
+) -> str | None:
+    """Why a call is not the person's, as `licensed` judges it (None: it is, or it names
+    no offered tool, which is another rule's)."""
+    tool = next((t for t in tools if t.name == call.name), None)
+    return None if tool is None else refusal(trimmed(call, tool, messages), tool, messages)
+
+
 def licensed(
     calls: Sequence[ToolCall], tools: Sequence[ToolSpec], messages: Sequence[Message]
 ) -> tuple[list[ToolCall], list[str]]:

@@ -78,7 +78,8 @@ async def test_native_is_chosen_only_where_it_does_better(tmp_path: Path) -> Non
 
 async def test_a_native_track_that_does_better_is_chosen() -> None:
     """This model's native answers are right calls where one is due and text elsewhere;
-    its gated track opens a call on everything with the same odds (no bar can help)."""
+    its gated track opens a call on everything with the same odds (no bar can help), made
+    of the request's own words (so the licence keeps it)."""
     fits = {e.prompt: (t.name, e.arguments) for t in TOOLS for e in t.examples}
 
     def respond(request: Request) -> Step | str:
@@ -90,9 +91,8 @@ async def test_a_native_track_that_does_better_is_chosen() -> None:
         if request.options.phase == "call-odds":
             return Step(odds=[("{", 0.9), ("Sure", 0.1)])
         if request.options.phase == "constrained":
-            return json.dumps(
-                [{"name": TOOLS[0].name, "arguments": TOOLS[0].examples[0].arguments}]
-            )
+            word = request.messages[-1].text.split()[-1]
+            return json.dumps([{"name": TOOLS[0].name, "arguments": {"city": word}}])
         return Step(chunks=['{"name": "', f'{TOOLS[0].name}", "arguments"'])
 
     model = ScriptedProvider([respond] * 5000, constrains_json=True, reports_token_odds=True)
@@ -208,7 +208,8 @@ async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_
     """The first requests are read first and set the first bars; a question after earlier
     turns then has its turn alone's calls written (to weigh their arguments) only where its
     odds fall under that bar, as in a chat. This model is sure of every due turn alone and
-    has no arguments' bar: only the first requests' calls are written."""
+    has no arguments' bar: no turn alone's calls are written. The later questions where
+    no call is due have the calls the chat would make written, for the licence to judge."""
     model = sure_model()
     calibrator = Calibrator(model, TOOLS, "m")
     calibration = await calibrator.run()
@@ -216,8 +217,13 @@ async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_
     later = [a for a in calibrator.decided if a.later]
     assert any(a.alone_odds == 0.95 for a in later)  # due, and sure of it alone
     written = [r for r in model.requests if r.options.phase == "constrained"]
+    assert not any(getattr(r.options.part, "alone", False) for r in written)
     opened_first = sum(a.called and not a.later for a in calibrator.decided)
-    assert len(written) == opened_first > 0
+    judged = sum(
+        a.later and not a.due and (a.called or a.alone_odds is not None)
+        for a in calibrator.decided
+    )
+    assert len(written) == opened_first + judged and opened_first > 0 and judged > 0
 
 
 async def test_a_turn_alone_shared_by_later_questions_is_looked_at_once() -> None:

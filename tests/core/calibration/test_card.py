@@ -42,11 +42,12 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
     assert dict(three.card())["Arguments' bar"] == "0.95, for a call under the gate's bar"
 
 
-def calibrated(track: str, quiet_right: int, quiet: int) -> Calibration:
+def calibrated(track: str, quiet_right: int, quiet: int, method: int = 3) -> Calibration:
     from desktop.core.calibration.card import TrackScore
 
     score = TrackScore(track, 8, 10, 1, 1, quiet_right, quiet, 0, 0, 9, 20.0, 1.0, 0.8)  # type: ignore[arg-type]
-    return Calibration("file:qwen.gguf:468", "2026-12-01", track, 0.9, (score,), 20, 60.0)  # type: ignore[arg-type]
+    return Calibration("file:qwen.gguf:468", "2026-12-01", track, 0.9, (score,), 20, 60.0,  # type: ignore[arg-type]
+                       method=method)  # fmt: skip
 
 
 def test_the_card_says_how_often_a_tool_is_called_where_none_fits() -> None:
@@ -64,3 +65,5 @@ def test_a_model_that_often_calls_where_none_fits_gets_a_suggestion() -> None:
     native = calibrated("native", 0, 4).suggestion()
     assert native is not None and "in 4 of 4" in native and "native track" not in native
     assert calibrated("constrained", 0, 0).suggestion() is None
+    # A card measured before the licence counted overstates it: no suggestion from it.
+    assert calibrated("constrained", 0, 10, method=2).suggestion() is None

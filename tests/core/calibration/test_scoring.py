@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -190,3 +191,34 @@ def test_a_later_answer_is_carried_by_the_turn_alones_sure_arguments_as_the_gate
     assert not replace(unwanted, alone_arguments_odds=0.99).right_with(bars)
     assert not replace(due, alone_arguments_odds=0.9).right_with(bars)  # unsure of them
     assert not replace(due, alone_arguments_odds=0.99).right_with(Bars(0.9, 0.6))  # no bar
+
+
+async def test_a_call_the_licence_would_leave_out_is_no_call_where_none_is_due() -> None:
+    """Where no offered tool fits, a model sure of a call counts as calling only if the
+    chat would make it: a copy of the tool's own example is left out (right at any bar),
+    a call made of the request's own words is not (wrong at a bar it passes)."""
+    from desktop.core.calibration.questions import Case
+    from desktop.core.calibration.reading import GateReader
+    from desktop.core.calibration.scoring import Bars, opening
+    from desktop.core.messages import Message
+    from tests.core.calibration.samples import STOCKS
+    from tests.support.fakes import Request, ScriptedProvider, Step
+
+    def model(symbol: str) -> ScriptedProvider:
+        def respond(request: Request) -> Step:
+            if request.options.phase == "call-odds":
+                return Step(odds=[("{", 0.97), ("I", 0.03)])
+            if request.options.phase == "constrained":
+                call = {"name": "stock_price", "arguments": {"symbol": symbol}}
+                return Step(chunks=[json.dumps([call])])
+            return Step(chunks=['{"name": "stock_price", "arg'])
+
+        return ScriptedProvider([respond] * 10, constrains_json=True, reports_token_odds=True)
+
+    case = Case("unfit", (Message.user("What's the weather in Paris?"),), (STOCKS,))
+    copied = await opening(GateReader(model("AAPL")), case, measuring=True)
+    assert copied.called and copied.licence_refused
+    assert copied.right_with(Bars(0.9, 0.9)) and copied.right_with(Bars(0.0, 0.0))
+    made_of_the_request = await opening(GateReader(model("Paris")), case, measuring=True)
+    assert made_of_the_request.called and not made_of_the_request.licence_refused
+    assert not made_of_the_request.right_with(Bars(0.9, 0.9))

@@ -526,8 +526,9 @@ async def test_a_later_call_under_its_bar_gets_a_second_look_at_the_turn_alone()
         assert looked.messages[-1].text.endswith("Search for rust")
         # The turn alone is an aside, and so is an answer without the tools: the
         # conversation's prompt keeps its slot.
-        in_words = alone <= 0.9
-        assert [r.options.aside for r in provider.requests] == [False, False, True, in_words]
+        last = "in words" if alone <= 0.9 else None
+        asides = [r.options.aside for r in provider.requests]
+        assert asides == [None, None, "turn alone", last]
         assert reply.record is not None and reply.record.alone is not None
         assert reply.record.alone.odds == alone
         assert reply.gate is not None
@@ -554,9 +555,8 @@ async def test_a_first_request_gets_no_second_look() -> None:
 async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown() -> None:
     """Deep in a chat the model opens in prose where a call is due. Its prose is held and
     the turn asked alone: at 0.95 (over the first bar, 0.9) the call is made and none of
-    the prose shows; at 0.7 the answer is asked again, keeping the tool prompt (the prefix
-    the server has cached) with calls forbidden, and that answer streams."""
-    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR
+    the prose shows (the paused answer is closed before the call is written); at 0.7 the
+    paused answer goes on, its held first word first, and nothing is asked again."""
     from desktop.core.tracks.prompt import EARLIER_HEAD
 
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
@@ -564,9 +564,9 @@ async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown()
     outcomes = []
     for alone in (0.95, 0.7):
         script: list[Script] = [
-            Step(chunks=["I think", " Rust is"]),
+            Step(chunks=["I think", " Rust is", " a language."]),
             Step(odds=[("{", alone), ("I", 1 - alone)]),
-            Step(chunks=[CALL]) if alone > 0.9 else Step(chunks=["Rust is", " a language."]),
+            *([Step(chunks=[CALL])] if alone > 0.9 else []),
         ]
         provider = ScriptedProvider(
             script, constrains_json=True, reports_token_odds=True, takes_grammar=True
@@ -575,17 +575,19 @@ async def test_prose_after_earlier_turns_gets_a_second_look_before_it_is_shown()
         events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
         shown = "".join(e.text for e in events if isinstance(e, TextChunk))
         reply = next(e for e in events if isinstance(e, Reply))
-        free, looked, last = provider.requests
+        _, looked, *last = provider.requests
         assert EARLIER_HEAD not in looked.messages[0].text  # the turn alone
         assert looked.options.phase == "call-odds"
         assert reply.record is not None and reply.record.alone is not None
         assert reply.record.alone.odds == alone and reply.record.request is None
         assert reply.gate is not None and reply.gate.source.endswith("the turn alone")
         if alone > 0.9:
-            assert last.options.json_schema is not None and shown == ""
+            assert last[0].options.json_schema is not None and shown == ""
+            assert provider.closed_early == 1
         else:
-            assert last.messages == free.messages and last.options.grammar == NO_CALL_GRAMMAR
-            assert shown == "Rust is a language." == reply.text
+            assert last == [] and provider.closed_early == 0
+            assert shown == "I think Rust is a language." == reply.text
+            assert reply.record.verdict == "prose"
         outcomes.append((reply.gate.odds, reply.gate.bar, bool(reply.tool_calls)))
     assert outcomes == [(0.95, 0.9, True), (0.7, 0.9, False)]
 
@@ -865,3 +867,64 @@ async def test_of_several_calls_only_the_persons_are_made() -> None:
     ]
     assert reply.record is not None and reply.record.verdict == "call"
     assert reply.record.reason.endswith("left out: the request is not about current_time")
+
+
+async def test_the_calls_stop_being_written_at_the_first_made_up_one() -> None:
+    """A model that lists made-up calls lists several: the writing stops at the first one
+    that is not the person's, and its answer is asked for in words."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    made_up = '[{"name": "calculator", "arguments": {"expression": "23 * 19"}}'
+    more = ', {"name": "current_time", "arguments": {"timezone": "Asia/Tokyo"}}]'
+    provider = ScriptedProvider(
+        [
+            Step(chunks=['{"name": "calculator"']),
+            Step(chunks=[made_up, more]),
+            Step(chunks=["You're welcome!"]),
+        ],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "Thanks!")
+    assert provider.closed_early == 2  # the free answer at its call, the calls at the first
+    assert reply.tool_calls == [] and "".join(text) == "You're welcome!"
+    assert reply.record is not None and reply.record.verdict == "plain"
+    assert reply.record.reason == "the call copies an example of calculator"
+
+
+async def test_calls_before_a_made_up_one_are_made() -> None:
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    mine = '[{"name": "calculator", "arguments": {"expression": "3 * 4"}}'
+    made_up = ', {"name": "current_time", "arguments": {}}'
+    provider = ScriptedProvider(
+        [Step(chunks=['{"name": "calculator"']), Step(chunks=[mine, made_up, ", {"])],
+        constrains_json=True,
+    )
+    _, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "What is 3 * 4?")
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("calculator", {"expression": "3 * 4"})
+    ]
+    assert provider.closed_early == 2
+    assert reply.record is not None and reply.record.verdict == "call"
+    assert reply.record.reason.endswith("left out: the request is not about current_time")
+
+
+async def test_a_held_answer_that_goes_on_into_a_call_ends_before_it() -> None:
+    """The second look said no call: a call the paused answer opens after its prose is not
+    made, and not shown."""
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    messages = [*earlier, Message.user("Tell me about rust")]
+    provider = ScriptedProvider(
+        [
+            Step(chunks=["Rust", " is a language.", "\n" + CALL, " more"]),
+            Step(odds=[("{", 0.5), ("I", 0.5)]),
+        ],
+        constrains_json=True, reports_token_odds=True, takes_grammar=True,
+    )  # fmt: skip
+    track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-02")
+    events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
+    shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert shown.strip() == "Rust is a language." == reply.text.strip()
+    assert reply.tool_calls == [] and len(provider.requests) == 2
+    assert provider.closed_early == 1
