@@ -47,7 +47,8 @@ from desktop.core.tracks.gate import (
     decide,
 )
 from desktop.core.tracks.holdback import VisibleText, relay
-from desktop.core.tracks.licence import licensed, refusal_of
+from desktop.core.tracks.licence import refusal_of
+from desktop.core.tracks.persons_calls import persons_calls
 from desktop.core.tracks.prompt import emulated_history, split_turns
 
 # A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
@@ -258,20 +259,13 @@ class ConstrainedTools(ProviderWrapper):
                 async for event in answer:
                     yield event
             case Call():
-                written = decision.written
-                if written is None:
-                    part = Constrained(decision.first)
-                    history = emulated_history(messages, tools)
-                    written = await constrained_calls(
-                        self.inner, history, tools, options, part, known, judge
-                    )
-                for event in written.passed_on:
+                made = await persons_calls(
+                    self.inner, decision, messages, tools, options, known, judge
+                )
+                for event in made.passed_on:
                     yield event
-                # The gate's last rule: a call must be the person's.
-                kept, refused = licensed(written.calls, tools, messages)
-                refused = [*refused, *written.refused]
-                why = "; ".join(dict.fromkeys(refused))
-                if refused and not kept and not written.broken:
+                why = "; ".join(dict.fromkeys(made.refused))
+                if made.none_left:
                     record = replace(record, verdict="plain", reason=why)
                     answer = self._plain_answer(
                         messages, tools, options, keep_tools=False, reason=why,
@@ -280,10 +274,12 @@ class ConstrainedTools(ProviderWrapper):
                     async for event in answer:
                         yield event
                     return
-                if refused:
+                if made.redirected:
+                    again = f"written again for {made.redirected}, which the request is about"
+                    record = replace(record, reason=f"{record.reason}; {again}")
+                if made.refused:
                     record = replace(record, reason=f"{record.reason}; left out: {why}")
-                written = replace(written, calls=kept)
-                yield _call_reply(decision, written, free, record)
+                yield _call_reply(decision, made.written, free, record)
             case _:
                 assert_never(decision)
 

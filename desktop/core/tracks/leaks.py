@@ -50,8 +50,8 @@ TRANSCRIPT_FORMATS = (
 )
 CALL_FORMATS = (
     Format(
-        re.compile(r'\{\s*"name"\s*:'),
-        re.compile(r'\{\s*(?:"n?a?m?e?"?\s*)?'),
+        re.compile(r'\[?\s*\{\s*"name"\s*:'),
+        re.compile(r'\[\s*(?:\{\s*(?:"n?a?m?e?"?\s*)?)?|\{\s*(?:"n?a?m?e?"?\s*)?'),
         False,
         "a call written out",
     ),

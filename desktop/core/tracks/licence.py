@@ -140,7 +140,7 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     from_request = grounded(values, content(request))
     if from_request is not None and from_request >= GROUNDED_SHARE:
         return None
-    if _after_a_result(messages):
+    if after_a_result(messages):
         from_conversation = grounded(values, said)
         if from_conversation is not None and from_conversation >= GROUNDED_SHARE:
             return None
@@ -149,7 +149,7 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     return f"the request is not about {call.name}, and the call's values are not the person's"
 
 
-def _after_a_result(messages: Sequence[Message]) -> bool:
+def after_a_result(messages: Sequence[Message]) -> bool:
     """Whether a tool has answered in this turn (its result is the loop's message)."""
     turn = messages[current_turn_start(messages) + 1 :]
     return any(m.role == "tool" or m.from_the_loop for m in turn)
@@ -168,6 +168,15 @@ def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> Tool
 
     kept = {k: v for k, v in call.arguments.items() if k in required or not made_up(v)}
     return call if len(kept) == len(call.arguments) else ToolCall(call.id, call.name, kept)
+
+
+def tools_about(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[str]:
+    """The offered tools the person's request is about, those sharing the most words
+    first (in the order offered where they share as many)."""
+    request = _words(request_of(messages))
+    shared = [(len(request & tool_words(tool)), tool.name) for tool in tools]
+    ranked = sorted(shared, key=lambda pair: -pair[0])
+    return [name for count, name in ranked if count > 0]
 
 
 def refusal_of(

@@ -220,8 +220,7 @@ async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_
     assert not any(getattr(r.options.part, "alone", False) for r in written)
     opened_first = sum(a.called and not a.later for a in calibrator.decided)
     judged = sum(
-        a.later and not a.due and (a.called or a.alone_odds is not None)
-        for a in calibrator.decided
+        a.later and not a.due and (a.called or a.alone_odds is not None) for a in calibrator.decided
     )
     assert len(written) == opened_first + judged and opened_first > 0 and judged > 0
 

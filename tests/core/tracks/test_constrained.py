@@ -477,10 +477,12 @@ async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
 
 
 async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:
-    """Odds of 0.7: below the first request's bar (0.9), above the later one's (0.6)."""
+    """Odds of 0.7: below the first request's bar (0.9), above the later one's (0.6).
+    (Under its bar the answer in words writes the call out: it is asked again, alone.)"""
 
     def run() -> list[Script]:
-        return [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.7)]), Step(chunks=[CALL])]
+        return [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.7)]), Step(chunks=[CALL]),
+                Step(chunks=["In words."])]  # fmt: skip
 
     earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
     judged = []

@@ -20,7 +20,8 @@ def streamed(text: str, *, calls: bool = True, size: int = 1) -> tuple[str, Leak
         ("(I called current_time with {}.)", "", "an earlier call in words"),
         ('To find it, I will call: ```json\n{"name": "calculator"', "To find it, I will call: ",
          "a call written out"),
-        ('[{"name": "search", "arguments": {}}]', "[", "a call written out"),
+        ('[{"name": "search", "arguments": {}}]', "", "a call written out"),
+        ('See [1] and [ {"name": "search"', "See [1] and ", "a call written out"),
         (f"  {NO_TOOLS_HINT}", "  ", "a step hint"),
     ],
 )  # fmt: skip

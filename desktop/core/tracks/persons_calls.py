@@ -1,0 +1,71 @@
+"""The calls a step makes once the gate has said call: written under the grammar (unless
+the gate wrote them already to weigh them), then only those that are the person's (the
+gate's last rule, `licence`).
+
+A model that named a tool the request is not about may still have meant a call: after a
+chart, "What were the total sales?" opened with the chart again, while its words name
+the calculator. Where the request is about another offered tool, on a turn's first step,
+the calls are written once more with that tool first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from desktop.core.events import ProviderEvent
+from desktop.core.messages import Message
+from desktop.core.providers.base import Constrained, Provider, RequestOptions
+from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.asking import Judge, constrained_calls
+from desktop.core.tracks.gate import Call, ConstrainedCalls
+from desktop.core.tracks.licence import after_a_result, licensed, tools_about
+from desktop.core.tracks.prompt import emulated_history
+
+
+@dataclass(frozen=True)
+class PersonsCalls:
+    """The calls kept (`written`, its calls the person's alone), why the others were left
+    out, what the backend reported on the way, and the tool the calls were written again
+    for (None: they were not)."""
+
+    written: ConstrainedCalls
+    refused: list[str]
+    passed_on: list[ProviderEvent]
+    redirected: str | None = None
+
+    @property
+    def none_left(self) -> bool:
+        """Every call was left out (none broken either): the answer is asked in words."""
+        return bool(self.refused) and not self.written.calls and not self.written.broken
+
+
+async def persons_calls(
+    inner: Provider,
+    decision: Call,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    options: RequestOptions,
+    known: Sequence[str],
+    judge: Judge,
+) -> PersonsCalls:
+    history = emulated_history(messages, tools)
+
+    async def write(first: str | None) -> ConstrainedCalls:
+        part = Constrained(first)
+        return await constrained_calls(inner, history, tools, options, part, known, judge)
+
+    written = decision.written or await write(decision.first)
+    passed_on = list(written.passed_on)
+    kept, refused = licensed(written.calls, tools, messages)
+    refused += written.refused
+    redirected: str | None = None
+    if not kept and not written.broken and decision.first and not after_a_result(messages):
+        about = [name for name in tools_about(messages, tools) if name != decision.first]
+        if about:
+            again = await write(about[0])
+            passed_on += again.passed_on
+            again_kept, again_refused = licensed(again.calls, tools, messages)
+            if again_kept or again.broken:
+                written, kept, redirected = again, again_kept, about[0]
+                refused += [*again_refused, *again.refused]
+    return PersonsCalls(replace(written, calls=kept), refused, passed_on, redirected)

@@ -1,0 +1,76 @@
+"""The calls a step makes: the person's alone, written again for the tool the request is
+about where the model named another."""
+
+from __future__ import annotations
+
+import json
+
+from desktop.core.events import Reply
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import RequestOptions
+from desktop.core.tools.builtin.calculator import CALCULATOR
+from desktop.core.tools.builtin.charts import chart_tool
+from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.step_calls import call_schema
+from tests.support.fakes import ScriptedProvider, Step
+
+CHART = chart_tool(dark=False)
+SALES = "Our sales this year were: Jan 120, Feb 95, Mar 140."
+MADE_UP_CHART = [{"name": "create_chart", "arguments": {
+    "type": "bar", "title": "Sales", "labels": ["A", "B"], "values": [1, 2]}}]  # fmt: skip
+TOTAL = [{"name": "calculator", "arguments": {"expression": "120 + 95 + 140"}}]
+
+
+async def reply_to(messages: list[Message], provider: ScriptedProvider) -> Reply:
+    track = ConstrainedTools(provider)
+    events = [e async for e in track.stream(messages, [CHART, CALCULATOR], RequestOptions(0))]
+    return next(e for e in events if isinstance(e, Reply))
+
+
+def model(*, written_again: bool = True) -> ScriptedProvider:
+    """Opens with the chart and writes a made-up one; then the total, if asked again."""
+    again = [Step(chunks=[json.dumps(TOTAL)])] if written_again else []
+    return ScriptedProvider(
+        [
+            Step(chunks=['{"name": "create_chart"']),
+            Step(chunks=[json.dumps(MADE_UP_CHART)]),
+            *again,
+            Step(chunks=["In words."]),
+        ],
+        constrains_json=True,
+    )
+
+
+async def test_a_call_to_a_tool_the_request_is_not_about_is_written_for_the_one_it_is() -> None:
+    """After a chart, "What were the total sales?" opened with the chart again; its words
+    ("total") name the calculator, so the calls are written again with it first."""
+    provider = model()
+    messages = [Message.user(SALES), Message.assistant("Noted."),
+                Message.user("What were the total sales?")]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("calculator", {"expression": "120 + 95 + 140"})
+    ]
+    again = provider.requests[2].options.json_schema
+    assert again == call_schema([CHART, CALCULATOR], first="calculator")
+    assert reply.record is not None and reply.record.verdict == "call"
+    assert "written again for calculator" in reply.record.reason
+    assert "left out: the request is not about create_chart" in reply.record.reason
+
+
+async def test_a_request_about_no_other_tool_is_answered_in_words() -> None:
+    provider = model(written_again=False)
+    reply = await reply_to([Message.user("Hello there, friend!")], provider)
+    assert reply.tool_calls == [] and reply.text == "In words."
+    assert len(provider.requests) == 3  # the free answer, one writing, the answer in words
+
+
+async def test_after_a_result_the_calls_are_not_written_again() -> None:
+    """Later in a turn a refused call ends in words: the results are there to answer."""
+    provider = model(written_again=False)
+    call = ToolCall("c1", "calculator", {"expression": "120 + 95 + 140"})
+    messages = [Message.user("What were the total sales?"), Message.assistant("", [call]),
+                Message.tool("c1", "calculator", '{"result": 355}')]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert reply.tool_calls == [] and reply.text == "In words."
+    assert len(provider.requests) == 3
