@@ -464,7 +464,7 @@ async def run_calibrated(
         calibration, answers = await calibrate_on(url, by_half[1 - measured])
         name = (
             f"calibrated on half {2 - measured} ({calibration.track}, bar {calibration.bar:.2f},"
-            f" {calibration.seconds:.0f} s), run on half {measured + 1}"
+            f" {calibration.tool_form}, {calibration.seconds:.0f} s), run on half {measured + 1}"
         )
         rows = await run_mode(
             "calibrated", url, by_half[measured], checker, calibration=calibration, refusals=True

@@ -192,7 +192,8 @@ async def measure(
         card = await session.calibrate()
         calibration_s = time.perf_counter() - started
         print(f"{label}: calibrated in {calibration_s:.0f} s, bars {card.bar:.3f} / "
-              f"{card.later_bar} / {card.arguments_bar}", flush=True)  # fmt: skip
+              f"{card.later_bar} / {card.arguments_bar}, tools as {card.tool_form} "
+              f"{dict(card.form_scores)}", flush=True)  # fmt: skip
         turns: list[Turn] = []
         for conversation in read_set(DATA, half):
             if only is not None and conversation["id"] != only:

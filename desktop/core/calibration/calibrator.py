@@ -25,6 +25,7 @@ from desktop.core.tracks.constrained import ConstrainedTools
 from desktop.core.tracks.gate import Bars as GateBars
 from desktop.core.tracks.native import NativeTools
 from desktop.core.tracks.prompt import emulated_history
+from desktop.core.tracks.tool_forms import TOOL_FORMS, ToolForm
 
 Progress = Callable[[int, int], None]
 # The native track is chosen over the emulated one (the default) only if it answers this
@@ -48,8 +49,11 @@ class Calibrator:
         native: bool = False,
         progress: Progress | None = None,
         examples_in_prompt: bool = True,
+        forms: Sequence[ToolForm] = TOOL_FORMS,
     ) -> None:
         self.provider = provider
+        # The forms of the tool prompt tried (the first kept where others do no better).
+        self.forms = tuple(forms) or ("json",)
         # Without examples in the prompt where the turns judged will show none (see cases_for).
         self.cases = cases_for(tools, examples_in_prompt=examples_in_prompt)
         self.model = model
@@ -71,9 +75,10 @@ class Calibrator:
 
     async def run(self) -> Calibration:
         """Every question read at its opening on the gated track, with the calls it would
-        make (its bars come from these, and how good its calls are); without constrained
-        decoding, a few answered in full on the emulated track instead; the same few on the
-        native track where there is one. The better track is kept."""
+        make (its bars come from these, and how good its calls are), once per form of the
+        tool prompt, the best form kept; without constrained decoding, a few answered in
+        full on the emulated track instead; the same few on the native track where there
+        is one. The better track is kept."""
         if not self.cases:
             raise ValueError("no tool has examples to calibrate with")
         started = time.perf_counter()
@@ -83,50 +88,77 @@ class Calibrator:
         gated = self.provider.features.constrains_json
         first: TrackName = "constrained" if gated else "emulated"
         track = ConstrainedTools(self.provider)
-        reader = GateReader(self.provider)  # no bars yet: they are chosen from its readings
-        plan: list[tuple[TrackName, str, Case]] = []
+        plan: list[tuple[TrackName, str, Case, ToolForm | None]] = []
         # First requests first: the bars they set judge the later questions' second looks,
         # so the turn alone's calls are written only where its odds fall under the first
         # bar (as in a chat), not for every later question.
         firsts = [c for c in self.cases if c.kind not in LATER_KINDS]
         laters = [c for c in self.cases if c.kind in LATER_KINDS]
+        forms = self.forms if gated else ("json",)
         if gated:
-            for group in (firsts, laters):
-                # In the order of their prompts' text: each shares the longest start with
-                # the one before, which the server's prompt cache then keeps.
-                plan += [(first, "opening", c) for c in sorted(group, key=_prompt_order)]
+            # The forms are compared on the first requests; the later questions are read
+            # in the form that did best (None here: known once the first are read).
+            # In the order of their prompts' text: each shares the longest start with the
+            # one before, which the server's prompt cache then keeps.
+            for form in forms:
+                order = sorted(firsts, key=partial(_prompt_order, form=form))
+                plan += [(first, "opening", c, form) for c in order]
+            plan += [(first, "opening", c, None) for c in sorted(laters, key=_prompt_order)]
         else:  # no constrained decoding: no odds to weigh, the tolerant parser's answers
-            plan += [(first, "full", c) for c in few]
+            plan += [(first, "full", c, "json") for c in few]
         if self.native:
-            plan += [("native", "full", c) for c in few]
+            plan += [("native", "full", c, "json") for c in few]
         self.progress(0, len(plan))
         native = NativeTools(self.provider)
-        decided: list[Answer] = []
+        opened: dict[tuple[ToolForm, int], Answer] = {}
         full: dict[TrackName, list[Answer]] = {first: [], "native": []}
         asked = self.cases if gated else few
+
+        def firsts_in(form: ToolForm) -> list[Answer]:
+            return [opened[form, id(c)] for c in firsts]
+
+        def form_score(form: ToolForm) -> float:
+            """How a form did on the first requests, at the bars they choose."""
+            return score(firsts_in(form), Bars.chosen(firsts_in(form)))
+
+        def best() -> ToolForm:
+            """The form that did best (the earlier of two that did as well)."""
+            return max(forms, key=form_score) if gated else "json"
+
+        def made() -> list[Answer]:
+            """The first track's answers, in the questions' own order."""
+            if not gated:
+                return full[first]
+            chosen = best()
+            return [opened[chosen, id(c)] for c in self.cases]
 
         def reference() -> tuple[Bars, list[Answer]]:
             """The first track's bars, and its answers to the questions the native track
             is asked (compared on the same questions)."""
-            made = decided if gated else full[first]
-            return Bars.chosen(made), [a for a, c in zip(made, asked, strict=True) if c in few]
+            answers = made()
+            return Bars.chosen(answers), [
+                a for a, c in zip(answers, asked, strict=True) if c in few
+            ]
 
-        opened: dict[int, Answer] = {}
-        judging: GateReader | None = None  # the first requests' bars, once known
-        for done, (name, how, case) in enumerate(plan, start=1):
+        # No bars yet: the first requests' are chosen from their readings.
+        readers = {form: GateReader(self.provider, form=form) for form in forms}
+        judging: GateReader | None = None  # the chosen form's first bars, once known
+        for done, (name, how, case, in_form) in enumerate(plan, start=1):
             if how == "opening":
+                if in_form is None:  # a later question: in the form that did best
+                    if judging is None:
+                        known = Bars.chosen(firsts_in(best()))
+                        # After earlier turns, judged by the first requests' bars; the
+                        # later bar is chosen from these readings, so until then it is
+                        # the first.
+                        judged_by = GateBars(known.first, known.first, known.arguments)
+                        judging = GateReader(self.provider, judged_by, best())
+                    reader = judging
+                else:
+                    reader = readers[in_form]
                 measuring = case.kind not in LATER_KINDS
-                if not measuring and judging is None:
-                    known = Bars.chosen([opened[id(c)] for c in firsts])
-                    # After earlier turns, judged by the first requests' bars; the later
-                    # bar is chosen from these readings, so until then it is the first.
-                    judging = GateReader(
-                        self.provider, GateBars(known.first, known.first, known.arguments)
-                    )
-                read = partial(opening, judging or reader, case, measuring=measuring)
-                opened[id(case)] = await self._ask(read)
-                if len(opened) == len(self.cases):  # in the questions' own order again
-                    decided = [opened[id(c)] for c in self.cases]
+                read = partial(opening, reader, case, measuring=measuring)
+                opened[reader.form, id(case)] = await self._ask(read)
             elif name == "native" and not _may_win(full["native"], few, *reference()):
                 self.progress(len(plan), len(plan))
                 break  # right answers to all the rest would not make it the better track
@@ -134,8 +166,8 @@ class Calibrator:
                 provider: Provider = native if name == "native" else track
                 full[name].append(await self._ask(partial(answer, provider, case)))
             self.progress(done, len(plan))
-        if not gated:
-            decided = full[first]
+        chosen_form = best()
+        decided = made()
         self.decided = decided
         bars, first_answers = reference()
         scores = [TrackScore.of(first, decided, bars, None if gated else full[first])]
@@ -159,6 +191,8 @@ class Calibrator:
             bars.later,
             bars.arguments,
             METHOD,
+            chosen_form,
+            tuple((f, round(form_score(f), 4)) for f in forms) if gated else (),
         )
 
     async def _ask(self, question: Callable[[], Awaitable[Answer]]) -> Answer:
@@ -177,12 +211,13 @@ class Calibrator:
                 self._current = None
 
 
-def _prompt_order(case: Case) -> str:
+def _prompt_order(case: Case, form: ToolForm = "json") -> str:
     """Questions are read in the order of their prompts' text, so that each shares the
     longest start with the one before: the server keeps the previous prompt's evaluation
     and reuses it up to the first difference. Evaluating the tools' descriptions is most
     of a question's time."""
-    return "\n".join(m.text for m in emulated_history(list(case.messages), list(case.tools)))
+    prompt = emulated_history(list(case.messages), list(case.tools), form=form)
+    return "\n".join(m.text for m in prompt)
 
 
 def _wins(native: Sequence[Answer], first: Sequence[Answer], bars: Bars) -> bool:

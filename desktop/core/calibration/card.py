@@ -9,12 +9,13 @@ from typing import Any
 
 from desktop.core.calibration.questions import TrackName
 from desktop.core.calibration.scoring import Answer, Bars, score
+from desktop.core.tracks.tool_forms import TOOL_FORMS, ToolForm
 
 # How calibration measures, numbered: a card made an earlier way is measured again (and
 # used until then). 2: questions from 10 examples in fixed tool groups, calls to no
 # offered tool answered in text, the arguments' bar. 3: a call the gate's last rule (the
-# licence) would leave out is no call, where none is due.
-METHOD = 3
+# licence) would leave out is no call, where none is due. 4: the tool prompt's form chosen.
+METHOD = 4
 # The window suggests another track or model from one unwanted call in this many questions.
 UNWANTED_SHARE_TO_WARN = 4
 
@@ -97,6 +98,10 @@ class Calibration:
     # model that made no unwanted call): such a call is answered in text.
     arguments_bar: float | None = None
     method: int = 1  # see METHOD; cards without one were made the first way
+    # How the tool prompt lists the tools (tracks.tool_forms), chosen from each form's
+    # score on the same first requests (`form_scores`); "json" in cards from before.
+    tool_form: ToolForm = "json"
+    form_scores: tuple[tuple[str, float], ...] = ()
 
     @property
     def chosen(self) -> TrackScore:
@@ -125,7 +130,10 @@ class Calibration:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibration:
         scores = tuple(TrackScore(**s) for s in data["scores"])
-        return cls(**{**data, "scores": scores})
+        form = data.get("tool_form", "json")
+        forms = tuple((str(f), float(s)) for f, s in data.get("form_scores", ()))
+        return cls(**{**data, "scores": scores, "form_scores": forms,
+                      "tool_form": form if form in TOOL_FORMS else "json"})  # fmt: skip
 
     def suggestion(self) -> str | None:
         """A suggestion for a model that often calls a tool where none fits (a quarter of
@@ -147,6 +155,9 @@ class Calibration:
         rows: list[tuple[str, str]] = [("Track", self.track)]
         if self.track != "native":
             rows += self._gate()
+            if len(self.form_scores) > 1:
+                each = ", ".join(f"{form} {value:.2f}" for form, value in self.form_scores)
+                rows.append(("Tool prompt form", f"{self.tool_form} (first requests: {each})"))
         rows += [
             ("Calls right where one is due", _share(s.due_right, s.due)),
             ("… with the expected arguments", _share(s.arguments_right, s.answered_in_full)),

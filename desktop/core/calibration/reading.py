@@ -30,6 +30,7 @@ from desktop.core.tracks.gate import (
 from desktop.core.tracks.licence import licensed, refusal_of
 from desktop.core.tracks.prompt import emulated_history, split_turns
 from desktop.core.tracks.step_calls import offered_tool
+from desktop.core.tracks.tool_forms import ToolForm
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,15 @@ class Reading:
 
 
 class GateReader:
-    """Reads questions on `provider` (the raw backend) under `bars`."""
+    """Reads questions on `provider` (the raw backend) under `bars`, the tools listed in
+    `form`."""
 
-    def __init__(self, provider: Provider, bars: Bars | None = None) -> None:
+    def __init__(
+        self, provider: Provider, bars: Bars | None = None, form: ToolForm = "json"
+    ) -> None:
         self.provider = provider
         self.bars = bars or Bars()
+        self.form = form
         self._alone: dict[tuple[str, ...], Answer] = {}
 
     async def read(
@@ -69,7 +74,7 @@ class GateReader:
             messages, tools, self.bars, odds_reported=self.provider.features.reports_token_odds,
             sampled=sampled, measuring=measuring, look_again=not measuring,
         )  # fmt: skip
-        history = emulated_history(messages, tools)
+        history = emulated_history(messages, tools, form=self.form)
         alone = split_turns(messages)[1]
         known = known_names(messages, tools)
         opened = Opened(False)
@@ -119,7 +124,7 @@ class GateReader:
         written = read.written or (decision.written if isinstance(decision, Call | Plain) else None)
         if written is None:
             first = decision.first if isinstance(decision, Call) else read.tool
-            history = emulated_history(messages, tools)
+            history = emulated_history(messages, tools, form=self.form)
 
             def judge(call: ToolCall) -> str | None:
                 return refusal_of(call, tools, messages)
@@ -138,7 +143,7 @@ class GateReader:
         tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> Answer:
-        history = emulated_history(alone, tools)
+        history = emulated_history(alone, tools, form=self.form)
         key = (repr(ask), repr(options), *(f"{m.role}: {m.text}" for m in history))
         if key not in self._alone:
             if isinstance(ask, Probe):

@@ -46,6 +46,19 @@ _ENTRY: dict[str, Any] = {
         # Since method 2; entries without them: no arguments' bar, method 1.
         "arguments_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "method": {"type": "integer", "minimum": 1},
+        # Since method 4; entries without them list the tools as JSON. A form this version
+        # does not know is read as JSON too (`Calibration.from_dict`).
+        "tool_form": {"type": "string", "maxLength": 40},
+        "form_scores": {
+            "type": "array",
+            "maxItems": 10,
+            "items": {
+                "type": "array",
+                "prefixItems": [{"type": "string", "maxLength": 40}, {"type": "number"}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        },
     },
     "required": ["model", "day", "track", "bar", "scores", "cases", "seconds"],
     "additionalProperties": False,

@@ -24,6 +24,7 @@ from desktop.core.providers.base import (
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.gate import ConstrainedCalls, Free, Odds, Opened
 from desktop.core.tracks.holdback import ProseGate, VisibleText
+from desktop.core.tracks.licence import Refusal
 from desktop.core.tracks.odds import arguments_odds, call_odds
 from desktop.core.tracks.parse import parse_answer
 from desktop.core.tracks.step_calls import call_schema
@@ -78,27 +79,29 @@ class ListItems:
         return done
 
 
-def _judged(items: list[str], judge: Judge, accepted: list[str], refused: list[str]) -> bool:
-    """Each complete call goes to `accepted` until one is refused (its reason to
-    `refused`); whether one was."""
+def _judged(items: list[str], judge: Judge, accepted: list[str], refused: list[Refusal]) -> bool:
+    """Each complete call goes to `accepted` until one is refused (to `refused`); whether
+    one was."""
     for item in items:
-        why = _refused(item, judge)
-        if why is not None:
-            refused.append(why)
+        refusal = _refused(item, judge)
+        if refusal is not None:
+            refused.append(refusal)
             return True
         accepted.append(item)
     return False
 
 
-def _refused(item: str, judge: Judge) -> str | None:
+def _refused(item: str, judge: Judge) -> Refusal | None:
     """Why a complete call is not the person's (None: it is, or it is no call at all)."""
     try:
         call = json.loads(item)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: validation's
         return None
     if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict):
         return None
-    return judge(ToolCall("", str(call.get("name")), call["arguments"]))
+    name = str(call.get("name"))
+    why = judge(ToolCall("", name, call["arguments"]))
+    return None if why is None else Refusal(name, why)
 
 
 def first_name(gate: ProseGate) -> tuple[bool, str | None]:
@@ -154,7 +157,7 @@ async def constrained_calls(
     chosen: list[tuple[str, float]] = []
     passed_on: list[ProviderEvent] = []
     reply: Reply | None = None
-    items, accepted, refused = ListItems(), list[str](), list[str]()
+    items, accepted, refused = ListItems(), list[str](), list[Refusal]()
     async with aclosing(inner.stream(history, [], asked)) as forced:
         async for event in forced:
             if isinstance(event, TextChunk):

@@ -11,6 +11,7 @@ from desktop.core.tracks.constrained import ConstrainedTools
 from desktop.core.tracks.gate import Bars
 from desktop.core.tracks.gate import Calibrated as GateCalibrated
 from desktop.core.tracks.native import NativeTools
+from desktop.core.tracks.tool_forms import ToolForm
 
 
 class Calibrated(GateCalibrated, Protocol):
@@ -18,6 +19,9 @@ class Calibrated(GateCalibrated, Protocol):
 
     @property
     def track(self) -> str: ...
+
+    @property
+    def tool_form(self) -> ToolForm: ...
 
 
 async def prepare(
@@ -51,4 +55,5 @@ def on_track(
         return NativeTools(provider), "native"
     # Two-phase constrained calls where the backend can constrain its output; the plain
     # emulated track (tolerant parser) elsewhere.
-    return ConstrainedTools(provider, Bars.of(calibration)), "emulated"
+    form = calibration.tool_form if calibration is not None else "json"
+    return ConstrainedTools(provider, Bars.of(calibration), form), "emulated"

@@ -50,6 +50,7 @@ from desktop.core.tracks.holdback import VisibleText, relay
 from desktop.core.tracks.licence import refusal_of
 from desktop.core.tracks.persons_calls import persons_calls
 from desktop.core.tracks.prompt import emulated_history, split_turns
+from desktop.core.tracks.tool_forms import ToolForm
 
 # A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
 # call: it may not open with `{`, `[` or a fence, nor hold `{` followed by a quote (a JSON
@@ -82,9 +83,10 @@ class _FreeAnswer:
 class ConstrainedTools(ProviderWrapper):
     """The emulated track, gated by the model's calibrated `bars` (none until calibrated)."""
 
-    def __init__(self, inner: Provider, bars: Bars | None = None) -> None:
+    def __init__(self, inner: Provider, bars: Bars | None = None, form: ToolForm = "json") -> None:
         super().__init__(inner)
         self.bars = bars or Bars()
+        self.form = form  # how the tool prompt lists the tools (calibration's choice)
 
     def bar_for(self, messages: Sequence[Message]) -> tuple[float, str]:
         """The bar that judges this request's calls, and where it came from."""
@@ -109,7 +111,7 @@ class ConstrainedTools(ProviderWrapper):
                 yield event
             return
         known = known_names(messages, tools)
-        history = emulated_history(messages, tools)
+        history = emulated_history(messages, tools, form=self.form)
         if not tools or not self.features.constrains_json:
             async with aclosing(
                 calls_from_text(self.inner.stream(history, [], options), known)
@@ -144,7 +146,7 @@ class ConstrainedTools(ProviderWrapper):
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The gate's asks made against the backend, then its decision carried out."""
         known = known_names(messages, tools)
-        history = emulated_history(messages, tools)
+        history = emulated_history(messages, tools, form=self.form)
         alone = split_turns(messages)[1]
         answer: Answer | None = None
         while True:
@@ -157,10 +159,10 @@ class ConstrainedTools(ProviderWrapper):
                 await free.close()  # the conversation's own slot is asked again
             match ask:
                 case Probe():
-                    asked = emulated_history(alone, tools) if ask.alone else history
+                    asked = emulated_history(alone, tools, form=self.form) if ask.alone else history
                     answer = await probe(self.inner, asked, options, ask)
                 case Constrained():
-                    asked = emulated_history(alone, tools) if ask.alone else history
+                    asked = emulated_history(alone, tools, form=self.form) if ask.alone else history
                     names = known_names(alone, tools) if ask.alone else known
                     answer = await constrained_calls(
                         self.inner, asked, tools, options, ask, names, judge
@@ -260,11 +262,11 @@ class ConstrainedTools(ProviderWrapper):
                     yield event
             case Call():
                 made = await persons_calls(
-                    self.inner, decision, messages, tools, options, known, judge
+                    self.inner, decision, messages, tools, options, known, judge, self.form
                 )
                 for event in made.passed_on:
                     yield event
-                why = "; ".join(dict.fromkeys(made.refused))
+                why = "; ".join(dict.fromkeys(r.reason for r in made.refused))
                 if made.none_left:
                     record = replace(record, verdict="plain", reason=why)
                     answer = self._plain_answer(
@@ -328,7 +330,7 @@ class ConstrainedTools(ProviderWrapper):
         part = PlainAnswer(reason) if reason else options.part
         plain_options = replace(options, part=part, withdrawn_tools=())
         if self.keeps_prefix and tools and keep_tools:
-            history = emulated_history(messages, tools, calls_allowed=False)
+            history = emulated_history(messages, tools, calls_allowed=False, form=self.form)
             plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
         else:
             history = emulated_history(messages, [])

@@ -31,6 +31,7 @@ from desktop.core.events import BrokenCall, CallGate, GateRecord, ProviderEvent,
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.licence import Refusal
 from desktop.core.tracks.prompt import split_turns
 from desktop.core.tracks.step_calls import offered_tool
 
@@ -129,8 +130,8 @@ class ConstrainedCalls:
     finish_reason: str | None
     arguments: float | None  # their arguments' odds, where the tokens' odds were asked for
     passed_on: list[ProviderEvent]  # usage and notices, for the caller to pass on
-    # Why the writing stopped at a call that was not the person's (see `licence`).
-    refused: list[str] = field(default_factory=list)
+    # The call the writing stopped at, as not the person's (see `licence`).
+    refused: list[Refusal] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
@@ -73,14 +74,16 @@ def content(text: str) -> set[str]:
 
 
 def _leaves(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
+    """The scalar values in arguments, however deeply a model nested them (no recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif item is not None and not isinstance(item, bool):
+            yield str(item)
 
 
 def values_of(arguments: Any) -> set[str]:
@@ -170,6 +173,14 @@ def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> Tool
     return call if len(kept) == len(call.arguments) else ToolCall(call.id, call.name, kept)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A call left out as not the person's: its tool, and why, in words for the trace."""
+
+    name: str
+    reason: str
+
+
 def tools_about(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[str]:
     """The offered tools the person's request is about, those sharing the most words
     first (in the order offered where they share as many)."""
@@ -190,12 +201,12 @@ def refusal_of(
 
 def licensed(
     calls: Sequence[ToolCall], tools: Sequence[ToolSpec], messages: Sequence[Message]
-) -> tuple[list[ToolCall], list[str]]:
+) -> tuple[list[ToolCall], list[Refusal]]:
     """The calls that are the person's (trimmed of copied optional arguments), and why each
     other one is not."""
     by_name = {tool.name: tool for tool in tools}
     kept: list[ToolCall] = []
-    refused: list[str] = []
+    refused: list[Refusal] = []
     for call in calls:
         tool = by_name.get(call.name)
         if tool is not None:
@@ -204,5 +215,5 @@ def licensed(
         if why is None:
             kept.append(call)
         else:
-            refused.append(why)
+            refused.append(Refusal(call.name, why))
     return kept, refused

@@ -2,10 +2,11 @@
 the gate wrote them already to weigh them), then only those that are the person's (the
 gate's last rule, `licence`).
 
-A model that named a tool the request is not about may still have meant a call: after a
-chart, "What were the total sales?" opened with the chart again, while its words name
-the calculator. Where the request is about another offered tool, on a turn's first step,
-the calls are written once more with that tool first."""
+A model that wrote a call to a tool the request is not about may still have meant a call:
+after a chart, "What were the total sales?" opened with the chart again, while its words
+name the calculator. Where every call was left out and the request is about another
+offered tool, on a turn's first step, the calls are written once more with that tool
+first."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from desktop.core.providers.base import Constrained, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import Judge, constrained_calls
 from desktop.core.tracks.gate import Call, ConstrainedCalls
-from desktop.core.tracks.licence import after_a_result, licensed, tools_about
+from desktop.core.tracks.licence import Refusal, after_a_result, licensed, tools_about
 from desktop.core.tracks.prompt import emulated_history
+from desktop.core.tracks.tool_forms import ToolForm
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class PersonsCalls:
     for (None: they were not)."""
 
     written: ConstrainedCalls
-    refused: list[str]
+    refused: list[Refusal]
     passed_on: list[ProviderEvent]
     redirected: str | None = None
 
@@ -47,8 +49,9 @@ async def persons_calls(
     options: RequestOptions,
     known: Sequence[str],
     judge: Judge,
+    form: ToolForm = "json",
 ) -> PersonsCalls:
-    history = emulated_history(messages, tools)
+    history = emulated_history(messages, tools, form=form)
 
     async def write(first: str | None) -> ConstrainedCalls:
         part = Constrained(first)
@@ -59,8 +62,9 @@ async def persons_calls(
     kept, refused = licensed(written.calls, tools, messages)
     refused += written.refused
     redirected: str | None = None
-    if not kept and not written.broken and decision.first and not after_a_result(messages):
-        about = [name for name in tools_about(messages, tools) if name != decision.first]
+    if not kept and not written.broken and not after_a_result(messages):
+        tried = {refusal.name for refusal in refused}
+        about = [name for name in tools_about(messages, tools) if name not in tried]
         if about:
             again = await write(about[0])
             passed_on += again.passed_on

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from desktop.core.messages import Message, Part, TextPart, ToolCall
-from desktop.core.schemas import inlined
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.tool_forms import ToolForm, render_tools
 
 TOOL_PROMPT_HEAD = """\
 You can use tools. Use one only if it does exactly what the user asks for.
@@ -29,55 +28,12 @@ NEXT_STEP_HINT = "If these results answer the request, answer the user now in pl
 NO_TOOLS_HINT = "Now answer the user's request in plain text, using the results above."
 
 
-# Schema keywords that only bound a value: validation enforces them and names them when a
-# call breaks one, so the prompt can leave them out (fewer tokens on every step).
-_BOUNDS_ONLY = frozenset(
-    {"minItems", "maxItems", "minLength", "maxLength", "additionalProperties", "$schema",
-     "uniqueItems", "minProperties", "maxProperties"}
-)  # fmt: skip
+def render_tool(tool: ToolSpec, form: ToolForm = "json") -> str:
+    return render_tools([tool], form)
 
 
-def prompt_schema(schema: Any) -> Any:
-    """The schema as the prompt shows it: what a value is, without its bounds."""
-    if isinstance(schema, list):
-        return [prompt_schema(v) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    shown = {k: prompt_schema(v) for k, v in schema.items() if k not in _BOUNDS_ONLY}
-    if isinstance(schema.get("properties"), dict):  # parameter names, whatever they are
-        shown["properties"] = properties_for_prompt(schema["properties"])
-    return shown
-
-
-def properties_for_prompt(properties: dict[str, Any]) -> dict[str, Any]:
-    return {name: prompt_schema(value) for name, value in properties.items()}
-
-
-def render_tool(tool: ToolSpec) -> str:
-    # A reference means nothing to the model: what it names is shown in its place.
-    shown = inlined(tool.parameters, tool.parameters)
-    properties = shown.get("properties") if isinstance(shown, dict) else None
-    props = json.dumps(
-        properties_for_prompt(properties if isinstance(properties, dict) else {}),
-        ensure_ascii=False,
-        separators=(", ", ": "),
-    )
-    lines = [
-        f"- {tool.name}: {tool.description}",
-        f"  parameters: {props}",
-        f"  required: {', '.join(tool.required) or 'none'}",
-    ]
-    # One example shows the shape; more cost tokens on every step. A tool without one gets
-    # no made-up call: small models copied its values into real calls (an interest rate of
-    # 1.5 for "5%", [1.5] as the list to sort), and the head shows the shape.
-    for example in tool.examples[:1]:
-        call = json.dumps({"name": tool.name, "arguments": example.arguments}, ensure_ascii=False)
-        lines.append(f'  example: "{example.prompt}" -> {call}')
-    return "\n".join(lines)
-
-
-def render_tool_prompt(tools: Iterable[ToolSpec]) -> str:
-    return "\n".join([TOOL_PROMPT_HEAD, *(render_tool(t) for t in tools)])
+def render_tool_prompt(tools: Iterable[ToolSpec], form: ToolForm = "json") -> str:
+    return "\n".join([TOOL_PROMPT_HEAD, render_tools(list(tools), form)])
 
 
 def call_json(calls: Sequence[ToolCall]) -> str:
@@ -94,7 +50,11 @@ def call_prose(calls: Sequence[ToolCall]) -> str:
 
 
 def emulated_history(
-    messages: Sequence[Message], tools: Sequence[ToolSpec], *, calls_allowed: bool = True
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    *,
+    calls_allowed: bool = True,
+    form: ToolForm = "json",
 ) -> list[Message]:
     """The conversation as a backend without tools sees it: tools in the system prompt,
     calls as the JSON the model wrote, results as user messages, same roles merged.
@@ -104,7 +64,7 @@ def emulated_history(
 
     With no tools, earlier turns are their words alone (see `in_words`): a model shown its
     earlier calls and results as chat turns writes them back as its answer."""
-    addendum = render_tool_prompt(tools) if tools else ""
+    addendum = render_tool_prompt(tools, form) if tools else ""
     out: list[Message] = []
     # Refused calls go once tools are gone (the prompt stays the same up to the first).
     current = list(messages) if tools and calls_allowed else _without_rejected_calls(messages)

@@ -43,8 +43,11 @@ async def test_a_calibration_sets_the_bar_from_the_models_odds() -> None:
     assert chosen.due_right == chosen.due > 0 and chosen.parallel_right == chosen.parallel
     # Every question read at its opening, with the calls it would make on a first request
     # (arguments are weighed there only): none is asked again in full.
-    assert seen[-1] == (len(calibrator.cases),) * 2
-    assert seen[0] == (0, len(calibrator.cases))  # the count is known before the first answer
+    # The first requests in each form of the tool prompt, the later ones in the best form.
+    later = sum(c.kind in LATER_KINDS for c in calibrator.cases)
+    asked = (len(calibrator.cases) - later) * len(calibrator.forms) + later
+    assert seen[-1] == (asked,) * 2
+    assert seen[0] == (0, asked)  # the count is known before the first answer
     first = sum(c.due and c.kind not in LATER_KINDS for c in calibrator.cases)
     assert chosen.answered_in_full == chosen.arguments_right == first < chosen.due
     rows = dict(calibration.card())
@@ -185,7 +188,7 @@ async def test_questions_are_read_in_prompt_order_and_kept_in_their_own() -> Non
     """Each question's prompt shares the longest start with the one before (the server's
     cache reuses it); the answers still line up with the questions."""
     model = sure_model()
-    calibrator = Calibrator(model, TOOLS, "m")
+    calibrator = Calibrator(model, TOOLS, "m", forms=("json",))
     await calibrator.run()
     free = [r for r in model.requests if r.options.phase is None][: len(calibrator.cases)]
     read = [text_of(r.messages) for r in free]
@@ -211,7 +214,7 @@ async def test_later_questions_write_the_turn_alones_calls_only_under_the_first_
     has no arguments' bar: no turn alone's calls are written. The later questions where
     no call is due have the calls the chat would make written, for the licence to judge."""
     model = sure_model()
-    calibrator = Calibrator(model, TOOLS, "m")
+    calibrator = Calibrator(model, TOOLS, "m", forms=("json",))  # one form: its requests
     calibration = await calibrator.run()
     assert calibration.arguments_bar is None and calibration.bar > 0
     later = [a for a in calibrator.decided if a.later]
@@ -245,3 +248,47 @@ async def test_a_turn_alone_shared_by_later_questions_is_looked_at_once() -> Non
     for answer, turn in zip(shared, alone, strict=True):
         by_turn.setdefault(turn, set()).add(answer.alone_odds)
     assert all(len(odds) == 1 for odds in by_turn.values())  # the same look for each
+
+
+async def test_the_tool_prompt_form_the_model_does_best_with_is_kept() -> None:
+    """This model is surer of a fitting call than of others only when the tools are listed
+    in the `<tools>` tag (elsewhere it is as sure of every call), and where no tool fits it
+    calls with the request's own words (a call the licence keeps): that form is chosen,
+    and the card shows each form's score."""
+    fits = {e.prompt.rstrip(".?"): (t.name, e.arguments) for t in TOOLS for e in t.examples}
+
+    def respond(request: Request) -> Step | str:
+        system = request.messages[0].text if request.messages[0].role == "system" else ""
+        question = request.messages[-1].text
+        fit = next((f for p, f in fits.items() if p in question and f[0] in system), None)
+        tagged = "<tools>" in system
+        if request.options.phase == "call-odds":
+            sure = 0.6 if tagged and fit is None else 0.95
+            return Step(odds=[("{", sure), ("Sure", 1 - sure)])
+        if request.options.phase == "constrained":
+            name, arguments = fit or (TOOLS[0].name, {"city": question.split()[-1]})
+            return json.dumps([{"name": name, "arguments": arguments}])
+        named = fit[0] if fit else TOOLS[0].name
+        return Step(chunks=['{"name": "', f'{named}", "arguments"'])
+
+    model = ScriptedProvider(
+        [respond] * 5000, constrains_json=True, reports_token_odds=True, takes_grammar=True
+    )
+    calibrator = Calibrator(model, TOOLS, "m", forms=("json", "tools tag"))
+    calibration = await calibrator.run()
+    assert calibration.tool_form == "tools tag"
+    scores = dict(calibration.form_scores)
+    assert set(scores) == {"json", "tools tag"} and scores["tools tag"] > scores["json"]
+    row = dict(calibration.card())["Tool prompt form"]
+    assert row.startswith("tools tag (first requests: json ")
+    # The answers kept are the chosen form's: its bar separates the fitting calls.
+    assert calibration.chosen.quiet_right > 0 and calibration.bar > 0.6
+
+
+async def test_one_form_asked_reads_each_question_once() -> None:
+    model = sure_model()
+    calibrator = Calibrator(model, TOOLS, "m", forms=("json",))
+    calibration = await calibrator.run()
+    free = [r for r in model.requests if r.options.phase is None]
+    assert len(free) == len(calibrator.cases)
+    assert calibration.tool_form == "json" and "Tool prompt form" not in dict(calibration.card())

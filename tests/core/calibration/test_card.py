@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from desktop.core.calibration.card import Calibration
@@ -27,7 +28,8 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
     calibration = Calibration.from_dict(data)  # as written before there were two bars
     scores = [{**data["scores"][0], "left_unasked": 0}]  # a field added since
     assert calibration.to_dict() == {**data, "scores": scores, "later_bar": None,
-                                     "arguments_bar": None, "method": 1}  # fmt: skip
+                                     "arguments_bar": None, "method": 1, "tool_form": "json",
+                                     "form_scores": ()}  # fmt: skip
     assert calibration.bars == Bars(0.8, 0.8)  # one bar judges every request
     assert calibration.source == "calibrated 2026-11-30"
     card = dict(calibration.card())
@@ -67,3 +69,22 @@ def test_a_model_that_often_calls_where_none_fits_gets_a_suggestion() -> None:
     assert calibrated("constrained", 0, 0).suggestion() is None
     # A card measured before the licence counted overstates it: no suggestion from it.
     assert calibrated("constrained", 0, 10, method=2).suggestion() is None
+
+
+def test_the_tool_prompt_form_is_kept_and_read_back(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from desktop.core.calibration.store import CalibrationStore
+
+    card = replace(calibrated("constrained", 9, 10), tool_form="signatures",
+                   form_scores=(("json", 0.71), ("signatures", 0.8)))  # fmt: skip
+    store = CalibrationStore(tmp_path / "calibrations.json")
+    store.put(card)
+    assert CalibrationStore(tmp_path / "calibrations.json").get(card.model) == card
+    assert (
+        dict(card.card())["Tool prompt form"]
+        == "signatures (first requests: json 0.71, signatures 0.80)"
+    )
+    # A form this version does not know (a later one's, or damage) lists tools as JSON.
+    data = {**card.to_dict(), "tool_form": "yaml"}
+    assert Calibration.from_dict(data).tool_form == "json"

@@ -29,3 +29,15 @@ def test_an_unfinished_call_is_not_given() -> None:
     items = ListItems()
     assert items.feed('[{"name": "search", "arguments": {"query": "}"}') == []
     assert items.feed("}") == ['{"name": "search", "arguments": {"query": "}"}}']
+
+
+def test_a_call_nested_past_the_parsers_depth_is_left_to_validation() -> None:
+    from desktop.core.tracks.asking import _judged
+
+    deep = '{"name": "search", "arguments": {"q": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    from desktop.core.tracks.licence import Refusal
+
+    accepted: list[str] = []
+    refused: list[Refusal] = []
+    assert not _judged([deep], lambda call: "never asked", accepted, refused)
+    assert accepted == [deep] and refused == []

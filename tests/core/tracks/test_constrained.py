@@ -930,3 +930,18 @@ async def test_a_held_answer_that_goes_on_into_a_call_ends_before_it() -> None:
     assert shown.strip() == "Rust is a language." == reply.text.strip()
     assert reply.tool_calls == [] and len(provider.requests) == 2
     assert provider.closed_early == 1
+
+
+async def test_the_track_lists_the_tools_in_its_calibrated_form() -> None:
+    from dataclasses import replace
+
+    from desktop.core.tracks.choice import on_track
+    from tests.core.calibration.test_card import calibrated
+
+    card = replace(calibrated("constrained", 9, 10), tool_form="tools tag")
+    provider = ScriptedProvider([Step(chunks=["Rust."])], constrains_json=True)
+    track, name = on_track(provider, "emulated", card)
+    assert name == "emulated" and isinstance(track, ConstrainedTools)
+    [e async for e in track.stream([Message.user("Search for rust")], [SEARCH], GREEDY)]
+    system = provider.requests[0].messages[0].text
+    assert "<tools>" in system and '"name": "search"' in system

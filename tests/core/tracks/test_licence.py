@@ -5,6 +5,7 @@ from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import CREATE_CHART
 from desktop.core.tools.builtin.clock import CURRENT_TIME
 from desktop.core.tracks.licence import (
+    Refusal,
     content,
     licensed,
     refusal,
@@ -85,7 +86,7 @@ def test_only_the_persons_calls_are_kept() -> None:
         messages,
     )
     assert [c.name for c in kept] == ["calculator"]
-    assert refused == ["the request is not about current_time"]
+    assert refused == [Refusal("current_time", "the request is not about current_time")]
 
 
 def test_an_optional_argument_copied_from_an_example_is_left_out() -> None:
@@ -122,3 +123,12 @@ def test_a_value_shared_with_an_example_by_chance_is_no_copy(tmp_path: Path) -> 
     # The example writes "buy milk" to todo.txt; this call shares only "txt" with it.
     saved = call("write_file", path="a.txt", content="x")
     assert refusal(saved, write, [Message.user("Save")]) is None
+
+
+def test_arguments_nested_however_deep_are_read_without_recursion() -> None:
+    from desktop.core.tracks.licence import values_of
+
+    nested: object = ["Paris"]
+    for _ in range(100_000):
+        nested = [nested]
+    assert values_of({"city": nested, "days": {"n": 3}}) == {"pari", "3"}

@@ -74,3 +74,27 @@ async def test_after_a_result_the_calls_are_not_written_again() -> None:
     reply = await reply_to(messages, provider)
     assert reply.tool_calls == [] and reply.text == "In words."
     assert len(provider.requests) == 3
+
+
+async def test_calls_written_unpinned_are_written_again_too() -> None:
+    """After a second look the calls are written with no tool first: the one refused is
+    known by its name, and the request's own tool is written next."""
+    from desktop.core.events import GateRecord
+    from desktop.core.tracks.gate import Call
+    from desktop.core.tracks.persons_calls import persons_calls
+
+    provider = ScriptedProvider(
+        [Step(chunks=[json.dumps(MADE_UP_CHART)]), Step(chunks=[json.dumps(TOTAL)])],
+        constrains_json=True,
+    )
+    decision = Call(None, None, "", GateRecord(0.9, "calibrated"))
+    messages = [Message.user(SALES), Message.assistant("Noted."),
+                Message.user("What were the total sales?")]  # fmt: skip
+    made = await persons_calls(provider, decision, messages, [CHART, CALCULATOR],
+                               RequestOptions(0), ["create_chart", "calculator"],
+                               lambda call: None)  # fmt: skip
+    assert made.redirected == "calculator" and [c.name for c in made.written.calls] == [
+        "calculator"
+    ]
+    assert [r.name for r in made.refused] == ["create_chart"]
+    assert provider.requests[0].options.json_schema == call_schema([CHART, CALCULATOR])
