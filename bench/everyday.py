@@ -15,7 +15,9 @@ expected none, or another tool than the one expected); missed calls; results not
 refusals; Loomchat's formats or a call written out in an answer; seconds to the first
 visible token and per turn. Unless `--no-plain`, each turn that needs no tool is asked
 again afterwards with no tools offered, on the same history, and the two are compared: a
-turn that needs no tool should cost little more than a plain answer.
+turn that needs no tool should cost little more than a plain answer. Two ratios: the whole
+turn's (swayed by the two answers' lengths, each a sample of its own) and its first
+visible word's (what the call gate costs).
 Writes `bench/results/everyday.md` and the turns in detail to `everyday.json`.
 """
 
@@ -225,6 +227,10 @@ def summary(run: dict[str, Any]) -> list[str]:
         due = [t for t in turns if t["expected"] is not None]
         ratios = [t["seconds"] / t["plain_seconds"] for t in quiet if t["plain_seconds"]]
         ratio = f"{median(ratios):.2f}" if ratios else "—"
+        # What the gate costs before the first word, whatever the two answers' lengths.
+        firsts = [t["first_token_s"] / t["plain_first_token_s"] for t in quiet
+                  if t["plain_first_token_s"] and t["first_token_s"]]  # fmt: skip
+        first_ratio = f"{median(firsts):.2f}" if firsts else "—"
         first = median([t["first_token_s"] for t in turns])
         cells = [
             run["model"], half,
@@ -238,6 +244,7 @@ def summary(run: dict[str, Any]) -> list[str]:
             f"{first:.1f}" if first is not None else "—",
             f"{median([t['seconds'] for t in turns]):.1f}",
             ratio,
+            first_ratio,
         ]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
     return rows
@@ -246,8 +253,9 @@ def summary(run: dict[str, Any]) -> list[str]:
 HEADER = (
     "| model | half | turns right | no-tool turns with a call | tool turns with another "
     "call | missed calls | results not used | refusals | formats shown | first token s "
-    "(median) | s per turn (median) | no-tool turn ÷ plain (median) |\n"
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    "(median) | s per turn (median) | no-tool turn ÷ plain (median) | its first word ÷ the "
+    "plain answer's (median) |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 )
 
 
