@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import assert_never
 
-from desktop.core.messages import Message, ToolCall
+from desktop.core.messages import Message
 from desktop.core.providers.base import Constrained, Probe, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls, probe, read_opening
@@ -125,10 +126,7 @@ class GateReader:
         if written is None:
             first = decision.first if isinstance(decision, Call) else read.tool
             history = emulated_history(messages, tools, form=self.form)
-
-            def judge(call: ToolCall) -> str | None:
-                return refusal_of(call, tools, messages)
-
+            judge = partial(refusal_of, tools=tools, messages=messages)
             written = await constrained_calls(
                 self.provider, history, tools, options, Constrained(first),
                 known_names(messages, tools), judge,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import assert_never
 
 from desktop.core.events import (
@@ -21,7 +22,7 @@ from desktop.core.events import (
     TextChunk,
     ThinkingChunk,
 )
-from desktop.core.messages import Message, ToolCall
+from desktop.core.messages import Message
 from desktop.core.providers.base import (
     Constrained,
     PlainAnswer,
@@ -125,12 +126,10 @@ class ConstrainedTools(ProviderWrapper):
             sampled=sampled,
         )  # fmt: skip
         free = _FreeAnswer()
-
-        def judge(call: ToolCall) -> str | None:
-            return refusal_of(call, tools, messages)
-
+        judge: Judge = partial(refusal_of, tools=tools, messages=messages)
+        driven = self._drive(gate, messages, tools, options, free, judge, history, known)
         try:
-            async for event in self._drive(gate, messages, tools, options, free, judge):
+            async for event in driven:
                 yield event
         finally:
             await free.close()
@@ -143,10 +142,11 @@ class ConstrainedTools(ProviderWrapper):
         options: RequestOptions,
         free: _FreeAnswer,
         judge: Judge,
+        history: list[Message],
+        known: Sequence[str],
     ) -> AsyncGenerator[ProviderEvent, None]:
-        """The gate's asks made against the backend, then its decision carried out."""
-        known = known_names(messages, tools)
-        history = emulated_history(messages, tools, form=self.form)
+        """The gate's asks made against the backend (the step's prompt as `history`), then
+        its decision carried out."""
         alone = split_turns(messages)[1]
         answer: Answer | None = None
         while True:
@@ -155,7 +155,7 @@ class ConstrainedTools(ProviderWrapper):
             except StopIteration as done:
                 decision: Decision = done.value
                 break
-            if not getattr(ask, "alone", False):
+            if isinstance(ask, Free) or not ask.alone:
                 await free.close()  # the conversation's own slot is asked again
             match ask:
                 case Probe():

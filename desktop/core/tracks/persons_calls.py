@@ -51,9 +51,8 @@ async def persons_calls(
     judge: Judge,
     form: ToolForm = "json",
 ) -> PersonsCalls:
-    history = emulated_history(messages, tools, form=form)
-
     async def write(first: str | None) -> ConstrainedCalls:
+        history = emulated_history(messages, tools, form=form)
         part = Constrained(first)
         return await constrained_calls(inner, history, tools, options, part, known, judge)
 
