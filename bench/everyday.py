@@ -11,7 +11,8 @@ does (from the tools' own examples, never from this set), then sends each conver
 repeated; everything else is the app's.
 
 Reports per model and half: turns right; unwanted calls (a tool called where the person
-expected none, or another tool than the one expected); missed calls; results not used;
+expected none, or another tool than the one expected); missed calls; calls made again
+after their result (refused by the deduplicator, shown to the person); results not used;
 refusals; Loomchat's formats or a call written out in an answer; seconds to the first
 visible token and per turn. Unless `--no-plain`, each turn that needs no tool is asked
 again afterwards with no tools offered, on the same history, and the two are compared: a
@@ -99,6 +100,7 @@ class Turn:
     right: bool = False
     unwanted: int = 0
     missed: bool = False
+    repeats: int = 0
     ignored: bool = False
     refusal: bool = False
     leaked: bool = False
@@ -135,6 +137,8 @@ async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]
                 case ToolRejected() if event.stage in ("parse", "withdrawn"):  # never parsed
                     turn.calls.append(event.name)
                     turn.arguments.append(event.arguments)
+                case ToolRejected() if event.stage == "repeat":
+                    turn.repeats += 1
                 case ToolResult() if event.error is None:
                     results[event.name] = event.content
                 case TurnFinished():
@@ -146,7 +150,7 @@ async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]
         turn.seconds = time.perf_counter() - started
         trace = session.traces[cid][-1]
         turn.gate = [s.gate.to_dict() for s in trace.steps if s.gate is not None]
-        verdict = judge(expected, turn.calls, results, turn.answer, failed)
+        verdict = judge(expected, turn.calls, results, turn.answer, failed, turn.repeats)
         turn.problems, turn.right = verdict.problems(), verdict.right
         turn.unwanted, turn.missed = len(verdict.unwanted_calls), verdict.missed_call
         turn.ignored, turn.refusal = verdict.result_ignored, verdict.refusal
@@ -238,6 +242,7 @@ def summary(run: dict[str, Any]) -> list[str]:
             f"{sum(1 for t in quiet if t['unwanted'])}/{len(quiet)}",
             f"{sum(1 for t in due if t['unwanted'])}/{len(due)}",
             f"{sum(t['missed'] for t in due)}/{len(due)}",
+            f"{sum(1 for t in turns if t.get('repeats'))}",
             f"{sum(t['ignored'] for t in due)}",
             f"{sum(t['refusal'] for t in turns)}",
             f"{sum(t['leaked'] for t in turns)}",
@@ -252,10 +257,10 @@ def summary(run: dict[str, Any]) -> list[str]:
 
 HEADER = (
     "| model | half | turns right | no-tool turns with a call | tool turns with another "
-    "call | missed calls | results not used | refusals | formats shown | first token s "
-    "(median) | s per turn (median) | no-tool turn ÷ plain (median) | its first word ÷ the "
-    "plain answer's (median) |\n"
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    "call | missed calls | calls made again | results not used | refusals | formats shown "
+    "| first token s (median) | s per turn (median) | no-tool turn ÷ plain (median) "
+    "| its first word ÷ the plain answer's (median) |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 )
 
 

@@ -60,6 +60,7 @@ class Verdict:
 
     unwanted_calls: list[str] = field(default_factory=list)
     missed_call: bool = False
+    repeated_call: bool = False  # a call made again after its result (the deduplicator's)
     result_ignored: bool = False
     refusal: bool = False
     loomchat_format: bool = False
@@ -70,7 +71,8 @@ class Verdict:
     @property
     def right(self) -> bool:
         return not (
-            self.unwanted_calls or self.missed_call or self.result_ignored or self.refusal
+            self.unwanted_calls or self.missed_call or self.repeated_call
+            or self.result_ignored or self.refusal
             or self.loomchat_format or self.call_shaped or self.missing or self.failed
         )  # fmt: skip
 
@@ -78,6 +80,7 @@ class Verdict:
         named = [
             (bool(self.unwanted_calls), f"unwanted call: {', '.join(self.unwanted_calls)}"),
             (self.missed_call, "missed call"),
+            (self.repeated_call, "a call made again"),
             (self.result_ignored, "result not used"),
             (self.refusal, "refusal"),
             (self.loomchat_format, "Loomchat format shown"),
@@ -89,10 +92,11 @@ class Verdict:
 
 
 def judge(expected: Expected, calls: list[str], results: dict[str, str], answer: str,
-          failed: str = "") -> Verdict:  # fmt: skip
+          failed: str = "", repeats: int = 0) -> Verdict:  # fmt: skip
     """`calls`: the tools the turn called, in order (refused ones too); `results`: each
-    tool's last successful result."""
-    verdict = Verdict(failed=failed)
+    tool's last successful result; `repeats`: calls refused as made before (the person
+    sees each as a refused call)."""
+    verdict = Verdict(failed=failed, repeated_call=repeats > 0)
     verdict.unwanted_calls = [c for c in calls if c != expected.tool]
     verdict.missed_call = expected.tool is not None and expected.tool not in results
     if expected.uses_result and expected.tool in results:

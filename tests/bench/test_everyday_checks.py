@@ -43,6 +43,8 @@ def test_a_right_turn_and_each_way_a_turn_goes_wrong() -> None:
     assert ignored.result_ignored and ignored.missing and not ignored.right
     missed = judge(sum_of, [], {}, "It is 7006652.")
     assert missed.missed_call and missed.problems() == ["missed call"]
+    again = judge(sum_of, ["calculator", "calculator"], result, "7006652", repeats=1)
+    assert again.problems() == ["a call made again"]
     hello = Expected("Say hello in five words.", None)
     assert judge(hello, [], {}, "Hello there, how are you?").right
     called = judge(hello, ["current_time", "calculator"], {}, "Hi!")

@@ -15,7 +15,8 @@ from desktop.core.tracks.tool_forms import TOOL_FORMS, ToolForm
 # used until then). 2: questions from 10 examples in fixed tool groups, calls to no
 # offered tool answered in text, the arguments' bar. 3: a call the gate's last rule (the
 # licence) would leave out is no call, where none is due. 4: the tool prompt's form chosen.
-METHOD = 4
+# 5: a question on the step after a call's result, among those the forms are compared on.
+METHOD = 5
 # The window suggests another track or model from one unwanted call in this many questions.
 UNWANTED_SHARE_TO_WARN = 4
 

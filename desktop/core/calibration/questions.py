@@ -1,6 +1,7 @@
 """The calibration questions, built from the offered tools themselves: a call due alone,
 beside other tools, two at once, after earlier turns; and no call due: the request with its
-tool withheld, chit-chat, a near-miss, a question the last result answers."""
+tool withheld, chit-chat, a near-miss, the step after a call's result, a question the last
+result answers."""
 
 from __future__ import annotations
 
@@ -15,7 +16,16 @@ from desktop.core.tool_spec import Example, ToolSpec
 from desktop.core.tools.selection import SELECTED
 
 CaseKind = Literal[
-    "call", "calls", "distracted", "later", "unfit", "unfit-later", "chat", "near-miss", "answered"
+    "call",
+    "calls",
+    "distracted",
+    "later",
+    "unfit",
+    "unfit-later",
+    "chat",
+    "near-miss",
+    "result",
+    "answered",
 ]
 # The kinds asked after earlier turns: they set the bar for such requests (models open
 # their calls less surely there), the rest the bar for a first request.
@@ -78,8 +88,9 @@ def cases_for(
     """Calibration questions built from `tools`: each example gives a call that is due
     (alone, with other tools beside it, two at once, after earlier turns) and a request no
     offered tool fits (its own tool withheld, first or after earlier turns); chit-chat, a
-    near-miss about a tool, and a question the last result answers need no call. Half the
-    cases, at most, are due calls.
+    near-miss about a tool, the step right after the call's result (where some forms of
+    the tool prompt have a model write the same call again) and a question the last result
+    answers need no call. Half the cases, at most, are due calls.
 
     `examples_in_prompt=False`: the questions still come from the examples, but the tools
     are offered without them, as the turns to be judged will offer them (shown other
@@ -155,6 +166,8 @@ def cases_for(
         about = tool.name.replace("_", " ").replace("-", " ")
         question = Message.user(f"In a sentence: what is {about} good for?")
         quiet.append(Case("near-miss", (question,), tuple(group_of(tool))))
+        fresh_group = tuple(_without(tool, example) if t is tool else t for t in group_of(tool))
+        quiet.append(Case("result", _a_call_and_its_result(tool, example), fresh_group))
         conversation = (*_a_turn_with_a_call(tool, example), Message.user("Thanks! Did it work?"))
         quiet.append(Case("answered", conversation, tuple(group_of(tool))))
     rng.shuffle(due)
@@ -182,15 +195,19 @@ def _earlier_call(
     return paired if other[1] == asked[1] else other
 
 
-def _a_turn_with_a_call(tool: ToolSpec, example: Example) -> tuple[Message, ...]:
-    """An earlier turn: the example's request, its call, a result, a short answer."""
+def _a_call_and_its_result(tool: ToolSpec, example: Example) -> tuple[Message, ...]:
+    """The example's request, its call and a result: the answer in words is next."""
     call = ToolCall("earlier", tool.name, dict(example.arguments))
     return (
         Message.user(example.prompt),
         Message.assistant("", [call]),
         Message.tool(call.id, tool.name, '{"ok": true, "result": "done"}'),
-        Message.assistant("Done."),
     )
+
+
+def _a_turn_with_a_call(tool: ToolSpec, example: Example) -> tuple[Message, ...]:
+    """An earlier turn: the example's request, its call, a result, a short answer."""
+    return (*_a_call_and_its_result(tool, example), Message.assistant("Done."))
 
 
 def _by_kind(cases: list[Case], count: int) -> list[Case]:

@@ -14,7 +14,7 @@ def test_questions_come_from_the_tools_examples_half_of_them_with_no_call_due() 
     due = [c for c in cases if c.due]
     assert 0 < len(due) <= len(cases) // 2
     kinds = {c.kind for c in cases}
-    assert {"call", "distracted", "unfit", "chat", "near-miss", "answered"} <= kinds
+    assert {"call", "distracted", "unfit", "chat", "near-miss", "result", "answered"} <= kinds
     for case in cases:
         offered = {t.name for t in case.tools}
         assert {name for name, _ in case.expected} <= offered
@@ -24,6 +24,9 @@ def test_questions_come_from_the_tools_examples_half_of_them_with_no_call_due() 
             assert owner.name not in offered and offered
         if case.kind == "calls":
             assert len({name for name, _ in case.expected}) == 2
+        if case.kind == "result":  # right after its call's result, the call's tool offered
+            (call,) = case.messages[-2].tool_calls
+            assert case.messages[-1].role == "tool" and call.name in offered
         if case.due:  # the question asked is never shown as an example of its tool
             shown = {e.prompt for t in case.tools for e in t.examples}
             assert not any(e.prompt in case.messages[-1].text for e in case.tools[0].examples)
