@@ -18,6 +18,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, TextIO, assert_never
 
+from desktop.cli_docs import add_docs_parser, docs_command
 from desktop.cli_models import add_models_parser, models_command, printable
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--api-key", default=os.environ.get("LOOMCHAT_API_KEY"),
                            help=API_KEY_HELP)  # fmt: skip
     add_models_parser(commands)
+    add_docs_parser(commands)
     return parser
 
 
@@ -342,7 +344,12 @@ async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"run": run_command, "calibrate": calibrate_command, "models": models_command}
+    commands = {
+        "run": run_command,
+        "calibrate": calibrate_command,
+        "models": models_command,
+        "docs": docs_command,
+    }
     if args.command not in commands:  # `gui`: desktop/__main__.py opens the window
         parser.error(f"{args.command!r} is not a headless command; run: python -m desktop")
     command = commands[args.command]

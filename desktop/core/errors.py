@@ -18,6 +18,7 @@ LoomchatError
 ├── CatalogueError      the curated model catalogue cannot be read
 ├── PresetError         a preset file cannot be read, or a preset name is taken
 ├── AttachmentError     a file cannot be attached: too large, binary, damaged
+├── DocumentsError      the document index cannot be used, or has no such collection
 └── ToolError           a tool failed; its message becomes the result the model reads
     ├── ImageError        an image that cannot be read or is too large
     ├── WorkspaceError    a path outside the workspace, or a file it cannot read

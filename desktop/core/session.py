@@ -14,6 +14,9 @@ from desktop.core.calibration.card import Calibration
 from desktop.core.calibration.store import CalibrationStore
 from desktop.core.connection import Connection
 from desktop.core.connector import Connector
+from desktop.core.documents.index import DocumentIndex
+from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
+from desktop.core.documents.tool import search_documents_tool
 from desktop.core.events import Event, TextDelta
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, MessageMeta, ToolCall
@@ -52,10 +55,12 @@ class Session:
         discover: Callable[[], Awaitable[list[Found]]] = discover,
         has_bundled_model: Callable[[], bool] = bundled_model_available,
         presets: PresetBook | None = None,
+        documents: DocumentIndex | None = None,
     ) -> None:
         """`tools` replaces the built-in ones (and the workspace's), for tests.
         `settings_path`: where changed settings are saved (None: not saved, as when the
-        data folder could not be used). `discover` and `has_bundled_model`: see Connector."""
+        data folder could not be used). `discover` and `has_bundled_model`: see Connector.
+        `documents`: the collections, searched by a tool once one has passages."""
         self.settings = settings
         self.settings_path = settings_path
         self.store = store
@@ -73,7 +78,9 @@ class Session:
         self._connecting = asyncio.Lock()
         self._conversations: dict[int, list[Message]] = {}
         self.traces: dict[int, list[TurnTrace]] = {}
+        self.documents = documents
         self._take(settings)
+        self.refresh_documents()
 
     # --- settings and tools ---------------------------------------------------------
 
@@ -91,6 +98,14 @@ class Session:
         self.dedupe.cooldown_enabled = settings.cooldown_enabled
         self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
         self.tools.collect(settings)
+
+    def refresh_documents(self) -> None:
+        """Offer `search_documents` over the collections that have passages (none: not
+        at all). One quick query: call it after indexing, not per turn."""
+        self.tools.extra = [t for t in self.tools.extra if t.name != SEARCH_DOCUMENTS]
+        if self.documents is not None and (searched := self.documents.searchable()):
+            self.tools.extra.append(search_documents_tool(self.documents, searched))
+        self.tools.collect(self.settings)
 
     def set_dark(self, dark: bool) -> None:
         """Charts from now on are drawn for a dark window (or a light one)."""
@@ -164,10 +179,12 @@ class Session:
 
     async def close(self) -> None:
         """The one teardown: the HTTP client, the built-in server, the MCP servers (and
-        their helpers) and the chat store. Safe to call more than once."""
+        their helpers), the chat store and the document index. Safe to call more than once."""
         await self.backend.close()
         await self.tools.mcp.close()
         self.store.close()
+        if self.documents is not None:
+            self.documents.close()
 
     # --- conversations and turns -------------------------------------------------------
 

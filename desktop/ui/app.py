@@ -17,6 +17,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore
+from desktop.core.documents.index import INDEX_FILE, DocumentIndex, DocumentsError
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore, set_aside
 from desktop.core.storage.keychain import SecretStore
@@ -59,6 +60,13 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
         log.warning("%s", presets.problem)
     if calibrations.problem:  # not worth a dialog: the models calibrate again
         log.warning("%s", calibrations.problem)
+    documents: DocumentIndex | None = None
+    try:
+        documents = DocumentIndex(folder / INDEX_FILE)
+    except DocumentsError as exc:  # a newer version's: left alone, no documents this run
+        log.warning("%s", exc)
+    if documents is not None and documents.notice:
+        log.warning("%s", documents.notice)
     session = Session(
         settings,
         store,
@@ -66,6 +74,7 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
         runtime_log=folder / "logs" / "llama-server.log",
         calibrations=calibrations,
         presets=presets,
+        documents=documents,
         # Settings that could not be read are not overwritten with the defaults.
         settings_path=settings_path if problem is None else None,
     )
@@ -161,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         quitting = asyncio.Event()
         app.aboutToQuit.connect(quitting.set)
         controller.reconnect()  # needs the running loop: the first thing it does
+        if window.documents:  # picks up what changed while the app was closed
+            window.documents.update()
         if os.environ.get("LOOMCHAT_BENCH_STARTUP"):
             await report_startup(app)
         if question := os.environ.get("LOOMCHAT_SELF_CHECK"):

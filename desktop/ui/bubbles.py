@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
+from desktop.core.documents.tool import Source
 from desktop.core.messages import Image
 from desktop.core.storage.chats import Branches
 from desktop.ui.markdown_view import MarkdownView
@@ -59,6 +60,7 @@ class MessageBubble(QFrame):
         text: str = "",
         images: list[Image] | None = None,
         seq: int | None = None,
+        sources: dict[int, Source] | None = None,
     ) -> None:
         super().__init__()
         self.setObjectName(f"{role}Bubble")
@@ -80,7 +82,7 @@ class MessageBubble(QFrame):
         self.thinking_button.toggled.connect(self._toggle_thinking)
         layout.addWidget(self.thinking_button, alignment=Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.thinking_label)
-        self.body = MarkdownView(text)
+        self.body = MarkdownView(text, sources=sources)
         layout.addWidget(self.body)
         if images:
             row = QHBoxLayout()

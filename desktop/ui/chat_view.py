@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
+from desktop.core.documents.tool import Source, cited_sources
 from desktop.core.events import ToolCallParsed, ToolRejected, ToolResult
 from desktop.core.messages import Image, Message
 from desktop.core.storage.chats import Branches
@@ -82,6 +84,7 @@ class ChatView(QScrollArea):
         self._answer: MessageBubble | None = None
         self._answer_text = ""
         self._thinking_text = ""
+        self._sources: dict[int, Source] = {}  # the turn's document passages, cited by [n]
         self._pending = False
         self._repaint = QTimer(self)
         self._repaint.setSingleShot(True)
@@ -124,7 +127,12 @@ class ChatView(QScrollArea):
     def _widgets_for(self, messages: Stored, branches: dict[int, Branches]) -> list[QWidget]:
         widgets: list[QWidget] = []
         cards: dict[str, ToolCard] = {}
+        sources: dict[int, Source] = {}
         for seq, message in messages:
+            if message.role == "user" and not message.from_the_loop:
+                sources = {}
+            elif message.role == "tool" and message.name == SEARCH_DOCUMENTS:
+                sources = cited_sources(message.text)
             if _feeds_back_images(message):
                 for card in cards.values():
                     card.mark_images(bool(message.meta.sent_to_model))
@@ -137,7 +145,8 @@ class ChatView(QScrollArea):
                 switcher.chosen.connect(self.branch_chosen)
                 widgets.append(switcher)
             if _has_bubble(message):
-                widgets.append(self._bubble(message.role, message.text, message.images, seq))
+                shown = self._bubble(message.role, message.text, message.images, seq, sources)
+                widgets.append(shown)
             for call in message.tool_calls:
                 card = self._card(call.id, call.name, call.arguments)
                 cards[call.id] = card
@@ -165,6 +174,7 @@ class ChatView(QScrollArea):
 
     def add_user_message(self, text: str, images: list[Image] | None = None) -> None:
         self.begin_turn()
+        self._sources = {}
         self._append(self._bubble("user", text, images))
 
     def settle_turn(self, stored: Stored, branches: dict[int, Branches], finished: bool) -> None:
@@ -248,7 +258,7 @@ class ChatView(QScrollArea):
         if self._answer is None:
             if not (self._answer_text.strip() or self._thinking_text.strip()):
                 return
-            self._answer = self._bubble("assistant")
+            self._answer = self._bubble("assistant", sources=self._sources)
             self._append(self._answer)
         self._answer.set_text(self._answer_text)
         if self._thinking_text:
@@ -269,6 +279,8 @@ class ChatView(QScrollArea):
         card = self.cards.get(event.id)
         if card is not None:
             card.finish(event.content, event.error, event.duration_ms, event.images)
+        if event.name == SEARCH_DOCUMENTS and event.error is None:
+            self._sources = cited_sources(event.content)
 
     def reject_tool(self, event: ToolRejected) -> None:
         card = self.cards.get(event.id or "")
@@ -298,9 +310,14 @@ class ChatView(QScrollArea):
     # --- helpers ------------------------------------------------------------------------
 
     def _bubble(
-        self, role: str, text: str = "", images: list[Image] | None = None, seq: int | None = None
+        self,
+        role: str,
+        text: str = "",
+        images: list[Image] | None = None,
+        seq: int | None = None,
+        sources: dict[int, Source] | None = None,
     ) -> MessageBubble:
-        bubble = MessageBubble(role, text, images, seq)
+        bubble = MessageBubble(role, text, images, seq, sources if role == "assistant" else None)
         bubble.edit_requested.connect(self.edit_requested)
         bubble.regenerate_requested.connect(self.regenerate_requested)
         bubble.delete_requested.connect(self.delete_requested)

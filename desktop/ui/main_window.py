@@ -41,6 +41,8 @@ from desktop.ui.connection_status import ConnectionStatus
 from desktop.ui.context_meter import ContextMeter
 from desktop.ui.controller import ApprovalRequest, ChatController
 from desktop.ui.conversation_list import ConversationList
+from desktop.ui.document_jobs import DocumentJobs
+from desktop.ui.documents_dialog import DocumentsDialog
 from desktop.ui.first_run import FirstRunPanel
 from desktop.ui.image_dialog import ImageDialog
 from desktop.ui.inspector import InspectorPanel
@@ -118,6 +120,8 @@ class MainWindow(QMainWindow):
         self.inspector_dock.setVisible(self.session.settings.show_inspector)
         self.inspector_dock.visibilityChanged.connect(self._refresh_inspector)
 
+        index = self.session.documents  # indexed in the background, among the turn's tasks
+        self.documents = DocumentJobs(self.session, index, controller.tasks) if index else None
         build_menus(self)
         self._connect_controller()
         self.refresh_conversations()
@@ -294,6 +298,12 @@ class MainWindow(QMainWindow):
         self.appearance.apply(self.appearance.choice, size)
         self.apply_settings(replace(self.session.settings, font_size=size))
         self.statusBar().showMessage(f"Text size: {self.appearance.size:g} pt", 3000)
+
+    def open_documents(self) -> None:
+        if self.documents:
+            dialog = DocumentsDialog(self.documents, self)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.show()
 
     def open_presets(self) -> None:
         dialog = PresetsDialog(self.session.presets.copy(), self)

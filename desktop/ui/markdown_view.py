@@ -15,7 +15,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.core.documents.tool import Source
 from desktop.ui.accessible import describe
+from desktop.ui.citations import linked, open_source, source_of
 
 # A fence opens with ``` (and a language), closes with ``` on its own line; an unclosed
 # fence (still streaming) runs to the end.
@@ -122,8 +124,15 @@ class MarkdownView(QWidget):
     """Shows Markdown; `set_text` with the growing text while an answer streams reuses the
     widgets already there, so only the last segment changes."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        text: str = "",
+        parent: QWidget | None = None,
+        sources: dict[int, Source] | None = None,
+    ) -> None:
         super().__init__(parent)
+        # The documents' passages the answer may cite: its [n] link to their files.
+        self.sources = sources or {}
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
@@ -145,7 +154,7 @@ class MarkdownView(QWidget):
                 for _, _, stale in self._widgets[index:]:
                     stale.deleteLater()
                 del self._widgets[index:]
-            widget = ProseLabel() if kind == "prose" else CodeBlock(language, content)
+            widget = self._prose() if kind == "prose" else CodeBlock(language, content)
             self._update(widget, content)
             self._layout.addWidget(widget)
             self._widgets.append((kind, language, widget))
@@ -153,12 +162,27 @@ class MarkdownView(QWidget):
             stale.deleteLater()
         del self._widgets[len(segments) :]
 
-    @staticmethod
-    def _update(widget: QWidget, content: str) -> None:
+    def _prose(self) -> ProseLabel:
+        label = ProseLabel()
+        if self.sources:
+            label.setTextInteractionFlags(
+                label.textInteractionFlags() | Qt.TextInteractionFlag.LinksAccessibleByMouse
+            )
+            label.linkActivated.connect(self.open_citation)
+        return label
+
+    def open_citation(self, href: str) -> bool:
+        """Open the file a citation link points at; any other link is not followed."""
+        source = source_of(href, self.sources)
+        return source is not None and open_source(source)
+
+    def _update(self, widget: QWidget, content: str) -> None:
         if isinstance(widget, CodeBlock):
             widget.set_code(content)
-        elif isinstance(widget, QLabel) and widget.text() != content:
-            widget.setText(content)
+        elif isinstance(widget, QLabel):
+            shown = linked(content, self.sources)
+            if widget.text() != shown:
+                widget.setText(shown)
 
     def code_blocks(self) -> list[CodeBlock]:
         return [w for _, _, w in self._widgets if isinstance(w, CodeBlock)]

@@ -22,18 +22,8 @@ from typing import Any
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.prompt import current_turn_start, is_request
+from desktop.core.words import STOPWORDS
 
-# Words that say nothing of what a request is about.
-_STOPWORDS_TEXT = """a about above after again all also am an and any are as at back be been
-    before being below between both but by can could did do does doing done down during each
-    even etc few first for from further get given got had has have having he her here hers him
-    his how i if in instead into is it its just know let like made make me might more most much
-    must my need new no nor not now of off on once one only or other our out over own per please
-    same shall she should so some still such tell than that the their them then there these
-    they thing things this those three through to too two under until up use used user using
-    very via was way we well were what when where which while who whom why will with would you
-    your yours yourself"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # A call at least half made of the person's values (or, after a result, of what was said):
 # "45 minutes in seconds" is 45 * 60, one value said and one known.
 GROUNDED_SHARE = 0.5

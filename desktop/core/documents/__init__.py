@@ -1,0 +1,1 @@
+"""Document collections: files read into passages with their place, indexed for search."""
