@@ -12,6 +12,7 @@ BENCHMARKS = {
     "gui": "launch time, idle memory, the event loop's longest stall, opening a long chat",
     "downloads": "a model download through the app against a raw download, same stand-in Hub",
     "selection_recall": "how often the tool selection offers a case's tools (no model)",
+    "documents": "document collections: indexing speed, index size, search latency by size",
 }
 
 

@@ -275,6 +275,11 @@ class DocumentIndex:
         return [Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], -float(r[8]))
                 for r in rows]  # fmt: skip
 
+    def passage_texts(self) -> list[str]:
+        """Every passage's text (for benchmarks that build indexes of a given size)."""
+        with self._lock:
+            return [str(t) for (t,) in self._db.execute("SELECT text FROM chunks ORDER BY id")]
+
     def chunk_count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
