@@ -19,6 +19,9 @@ Settings (`reliability-card.png`) and a turn's offered tools in the inspector
 With `--second-look`, the model calibrated on the app's own tools, then three questions in
 one chat (the calculator, a joke, the time in Tokyo): the inspector on the last turn, at
 the call gate's second look if it took one (`second-look.png`).
+With `--documents`, a collection of Loomchat's own guide indexed in the background: the
+Documents dialog with a search tried (`documents.png`), then a question about it answered
+with the passages cited (`documents-answer.png`, the inspector on the search).
 """
 
 from __future__ import annotations
@@ -239,6 +242,54 @@ async def shoot_second_look(out: Path) -> None:
         print(f"saved {out / 'second-look.png'}")
 
 
+DOCUMENTS_QUESTION = (
+    "Search my documents: how does Loomchat keep a document from instructing the model?"
+)
+
+
+async def shoot_documents(out: Path) -> None:
+    from desktop.ui.documents_dialog import DocumentsDialog
+
+    out.mkdir(parents=True, exist_ok=True)
+    guide = Path(__file__).resolve().parent.parent / "docs"
+    async with real_app(show_inspector=False) as (window, controller, session):
+        window.resize(1280, 820)
+        window.show()
+        controller.reconnect()
+        await wait_for(lambda: session.connection.ok, 60, "the connection")
+        window.open_documents()
+        dialog = window.findChild(DocumentsDialog)
+        dialog.resize(1100, 700)
+        dialog.add_sources("Loomchat guide", [guide / "guide", guide / "cli.md"])
+        await wait_for(lambda: window.documents.running is None, 300, "the indexing")
+        dialog.query.setText("passages quoted material")
+        dialog._search()
+        await wait_for(lambda: dialog.results.topLevelItemCount() > 0, 30, "the search")
+        await asyncio.sleep(0.5)
+        dialog.grab().save(str(out / "documents.png"))
+        dialog.close()
+        window.pane.composer.setPlainText(DOCUMENTS_QUESTION)
+        window.pane.send()
+        await wait_for(lambda: controller.busy, 10, "the turn to start")
+        await wait_for(lambda: not controller.busy, 300, "the answer")
+        window.inspector_dock.show()
+        window.resize(1400, 860)
+        await asyncio.sleep(0.5)
+        tree = window.inspector.tree
+        rows = [
+            tree.topLevelItem(i).child(j)
+            for i in range(tree.topLevelItemCount())
+            for j in range(tree.topLevelItem(i).childCount())
+        ]
+        results = [row for row in rows if "search_documents" in row.text(0)]
+        if results:
+            tree.setCurrentItem(results[-1])
+        await asyncio.sleep(0.3)
+        window.grab().save(str(out / "documents-answer.png"))
+        print("rows:", [row.text(0) for row in rows])
+        print(f"saved {out / 'documents.png'} and {out / 'documents-answer.png'}")
+
+
 def shoot_data_folder(out: Path) -> None:
     """The app started over a damaged, then a read-only, data folder: the screen a few
     seconds later (the dialog it shows), grabbed from the X display by another process."""
@@ -328,6 +379,8 @@ def main() -> int:
                         help="a branched conversation in the light and the dark theme")  # fmt: skip
     parser.add_argument("--second-look", action="store_true",
                         help="the call gate's second look deep in a chat")  # fmt: skip
+    parser.add_argument("--documents", action="store_true",
+                        help="a collection indexed, searched, and cited in an answer")  # fmt: skip
     args = parser.parse_args()
     if args.data_folder:
         shoot_data_folder(args.out)
@@ -341,6 +394,7 @@ def main() -> int:
         else shoot_models(args.out) if args.models
         else shoot_look(args.out) if args.look
         else shoot_second_look(args.out) if args.second_look
+        else shoot_documents(args.out) if args.documents
         else shoot(args.out)
     )  # fmt: skip
     run_on_qt(QApplication(sys.argv[:1]), shots)

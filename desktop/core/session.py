@@ -15,6 +15,7 @@ from desktop.core.calibration.store import CalibrationStore
 from desktop.core.connection import Connection
 from desktop.core.connector import Connector
 from desktop.core.documents.index import DocumentIndex
+from desktop.core.documents.prefetch import search_first
 from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
 from desktop.core.documents.tool import search_documents_tool
 from desktop.core.events import Event, TextDelta
@@ -246,13 +247,8 @@ class Session:
             raise ProviderError("There is no question before that message to answer again.")
         return question
 
-    async def send(
-        self,
-        conversation_id: int,
-        text: str,
-        images: Sequence[Image] = (),
-        approver: Approver | None = None,
-    ) -> AsyncGenerator[Event, None]:
+    async def send(self, conversation_id: int, text: str, images: Sequence[Image] = (),
+                   approver: Approver | None = None) -> AsyncGenerator[Event, None]:  # fmt: skip
         """Run one turn; every message is stored the moment it is complete."""
         async with aclosing(
             self._paused_calibration(
@@ -368,6 +364,11 @@ class Session:
         if offer.selected:
             trace.offer = offer.to_dict()
         tools_on = preset is None or preset.tools
+        if user is not None and tools_on and self.documents is not None:
+            mode, card = self.settings.document_search, self.calibration
+            searched = search_first(self.documents, text, conversation, offer.tools, mode, card)
+            async for event in searched:
+                yield event
         turn = run_turn(
             # Bounded to the model's context; each step's call-gate record kept.
             FittedHistory(backend.traced.observe(active), self.context_size),

@@ -198,6 +198,15 @@ class SettingsDialog(QDialog):
         self.cooldown_enabled.setChecked(settings.cooldown_enabled)
         describe(self.cooldown_enabled, "Refuse repeated calls of a tool for a while")
         form.addRow(self.cooldown_enabled)
+        self.document_search = QComboBox()
+        for mode, label in DOCUMENT_SEARCH_CHOICES:
+            self.document_search.addItem(label, mode)
+        self.document_search.setCurrentIndex(
+            max(0, self.document_search.findData(settings.document_search))
+        )
+        describe(self.document_search, "Whether your documents are searched with your own "
+                 "words before the model answers (File → Documents)")  # fmt: skip
+        form.addRow("Search your documents", self.document_search)
         layout.addLayout(form)
         self.workspace = QLineEdit(settings.workspace)
         self.workspace.setPlaceholderText("a folder: the file tools work only inside it")
@@ -356,6 +365,7 @@ class SettingsDialog(QDialog):
             mcp_config=self.mcp_config.text().strip(),
             trusted_tools=trusted,
             secrets_in_file=self.secrets_in_file.isChecked(),
+            document_search=self.document_search.currentData(),
         )
 
     def save_key(self) -> str | None:
@@ -372,6 +382,13 @@ class SettingsDialog(QDialog):
         where = self._secrets.set(kind, key)
         self.key_saved.emit(where)
         return where
+
+
+DOCUMENT_SEARCH_CHOICES = (
+    ("auto", "Before each answer, for models that miss calls"),
+    ("tool", "Only when the model asks"),
+    ("always", "Before each answer"),
+)
 
 
 def _checked(item: QTableWidgetItem | None) -> bool:

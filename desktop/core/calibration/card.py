@@ -136,6 +136,12 @@ class Calibration:
         return cls(**{**data, "scores": scores, "form_scores": forms,
                       "tool_form": form if form in TOOL_FORMS else "json"})  # fmt: skip
 
+    @property
+    def misses_calls(self) -> bool:
+        """Whether the model leaves a quarter or more of the due calls unmade."""
+        s = self.chosen
+        return bool(s.due) and (s.due - s.due_right) * UNWANTED_SHARE_TO_WARN >= s.due
+
     def suggestion(self) -> str | None:
         """A suggestion for a model that often calls a tool where none fits (a quarter of
         such questions or more, counted as the chat would call: at the bar, after the

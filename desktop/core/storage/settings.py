@@ -39,6 +39,7 @@ SCHEMA: dict[str, Any] = {
         "pinned_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
         "theme": {"enum": ["system", "light", "dark"]},
         "font_size": {"type": "integer", "minimum": 0, "maximum": 40},
+        "document_search": {"enum": ["auto", "tool", "always"]},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -75,6 +76,8 @@ class Settings:
     pinned_tools: dict[str, bool] = field(default_factory=dict)  # always offered
     theme: str = "system"  # "system" follows the desktop's light or dark scheme
     font_size: int = 0  # points; 0: the desktop's
+    # When the documents are searched: see core/documents/prefetch.py.
+    document_search: str = "auto"
 
     def tool_enabled(self, name: str) -> bool:
         return self.tools_enabled.get(name, True)

@@ -42,3 +42,43 @@ async def test_a_turn_searches_the_persons_documents(tmp_path: Path) -> None:
     fed_back = provider.requests[1].messages[-1]  # as the track words a result
     assert "blue shed" in fed_back.text and "search_documents" in fed_back.text
     await session.close()
+
+
+async def test_a_model_that_misses_calls_gets_the_passages_before_it_answers(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from desktop.core.documents.prefetch import searches_first
+    from desktop.core.events import ToolCallParsed
+    from tests.core.calibration.test_card import calibrated
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "boat.md").write_text("# Kayak\nThe kayak is stored in the blue shed.\n")
+    index = DocumentIndex(tmp_path / "index.sqlite3")
+    index.add_sources("notes", [folder])
+    await index_collection(index, "notes")
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(document_search="always"), store, SecretStore(), documents=index)
+    provider = ScriptedProvider([Step(chunks=["In the blue shed [1]."]), Step(chunks=["Hi!"])])
+    session.use_provider(provider)
+    conversation = store.create_conversation("chat")
+    events = [e async for e in session.send(conversation, "Where is my kayak stored?")]
+    (call,) = [e for e in events if isinstance(e, ToolCallParsed)]
+    assert call.name == NAME and call.arguments == {"query": "Where is my kayak stored?"}
+    asked = provider.requests[0].messages
+    assert "blue shed" in asked[-1].text  # the model's first request already has them
+    kept = [m for _, m in store.messages(conversation)]
+    assert [m.role for m in kept] == ["user", "assistant", "tool", "assistant"]
+    hello = [e async for e in session.send(conversation, "Hello")]  # no passage matches
+    assert not [e for e in hello if isinstance(e, ToolCallParsed)]
+
+    sure = calibrated("constrained", 9, 10)  # 8 of 10 due calls made
+    score = sure.scores[0]
+    weak = replace(sure, scores=(replace(score, due_right=7),))
+    assert weak.misses_calls and not sure.misses_calls
+    assert searches_first("auto", None) and searches_first("auto", weak)
+    assert not searches_first("auto", sure) and not searches_first("tool", weak)
+    assert searches_first("always", sure)
+    await session.close()

@@ -1,0 +1,64 @@
+"""Searching the documents with the person's own words before the model answers, for a
+model that calls tools unreliably (or when the person asks for it every turn): the
+passages come into the turn as a search_documents call and its result, so the chat shows
+them as a tool card and the model reads them as it would its own call's result."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Sequence
+from typing import Literal, Protocol
+
+from desktop.core.documents.index import DocumentIndex
+from desktop.core.documents.tool import NAME, PASSAGES, passages_text
+from desktop.core.events import Event, ToolCallParsed, ToolResult, ToolStarted
+from desktop.core.messages import Message, MessageMeta, ToolCall, new_call_id
+from desktop.core.tool_spec import ToolSpec
+
+# "auto": first when the model's card says it misses calls (or it has none yet); "tool":
+# only when the model calls search_documents; "always": first on every turn.
+DocumentSearch = Literal["auto", "tool", "always"]
+DOCUMENT_SEARCHES: tuple[DocumentSearch, ...] = ("auto", "tool", "always")
+# The request as a query: a pasted page is cut (the index keeps only so many words).
+MAX_QUERY_CHARS = 500
+
+
+class Card(Protocol):
+    """What the model's reliability card says of its calls (calibration.Calibration)."""
+
+    @property
+    def misses_calls(self) -> bool: ...
+
+
+def searches_first(mode: str, card: Card | None) -> bool:
+    """Whether to search before the model answers (`card`: None until calibrated)."""
+    return mode == "always" or (mode == "auto" and (card is None or card.misses_calls))
+
+
+async def search_first(
+    index: DocumentIndex,
+    question: str,
+    conversation: list[Message],
+    offered: Sequence[ToolSpec],
+    mode: str,
+    card: Card | None,
+) -> AsyncGenerator[Event, None]:
+    """Where the turn offers search_documents and `mode` and the card say so: the
+    passages for `question`, added to `conversation` as a call and its result (and said as
+    their events); nothing where no passage matches."""
+    if NAME not in {t.name for t in offered} or not searches_first(mode, card):
+        return
+    started = time.perf_counter()
+    query = question.strip()[:MAX_QUERY_CHARS]
+    hits = await asyncio.to_thread(index.search, query, None, PASSAGES) if query else []
+    if not hits:
+        return
+    call = ToolCall(new_call_id(), NAME, {"query": query})
+    content = passages_text(query, hits)
+    elapsed = (time.perf_counter() - started) * 1000
+    yield ToolCallParsed(0, call.id, call.name, call.arguments)
+    yield ToolStarted(0, call.id, call.name)
+    conversation.append(Message.assistant("", [call]))
+    conversation.append(Message.tool(call.id, NAME, content, meta=MessageMeta(duration_ms=elapsed)))
+    yield ToolResult(0, call.id, call.name, content, duration_ms=elapsed)
