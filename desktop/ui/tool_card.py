@@ -18,8 +18,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
+from desktop.core.documents.tool import cited_sources
 from desktop.core.messages import Image
 from desktop.ui.accessible import describe
+from desktop.ui.citations import linked, open_source, source_of
 
 RESULT_PREVIEW_CHARS = 400
 SPINNER = "◐◓◑◒"
@@ -112,6 +115,12 @@ class ToolCard(QFrame):
         self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.result_label.hide()
         layout.addWidget(self.result_label)
+        self.sources_label = QLabel()  # a document search's sources, each opening its file
+        self.sources_label.setTextFormat(Qt.TextFormat.MarkdownText)
+        self.sources_label.setWordWrap(True)
+        self.sources_label.linkActivated.connect(self._open_source)
+        self.sources_label.hide()
+        layout.addWidget(self.sources_label)
         self.expand_button = QToolButton()
         self.expand_button.setText("Show all")
         self.expand_button.setCheckable(True)
@@ -203,6 +212,18 @@ class ToolCard(QFrame):
             self.images_row.addWidget(thumb)
         self.images_row.addStretch()
         self.images = list(images)
+        self.sources = cited_sources(content) if self.name == SEARCH_DOCUMENTS else {}
+        if self.sources:
+            lines = [
+                linked(f"[{n}] {s.where}", self.sources) for n, s in sorted(self.sources.items())
+            ]
+            self.sources_label.setText("Sources:  \n" + "  \n".join(lines))
+            self.sources_label.show()
+
+    def _open_source(self, href: str) -> None:
+        source = source_of(href, self.sources)
+        if source is not None:
+            open_source(source)
 
     def reject(self, reason: str) -> None:
         self.state = "rejected"

@@ -93,6 +93,9 @@ def test_an_answers_citations_link_to_the_passages_files(
         return " ".join(w.text() for w in body.findChildren(ProseLabel))
 
     assert f"({SCHEME}:1)" in shown() and f"{SCHEME}:7" not in shown()  # [7] was not a source
+    card = window.pane.chat.cards["s1"]
+    assert card.sources_label.isVisibleTo(card) and "boat.md" in card.sources_label.text()
+    assert f"({SCHEME}:1)" in card.sources_label.text()
     body = answer_bubbles(window)[-1].body
     assert body.sources[1].path == str(folder / "boat.md")
     assert not body.open_citation("https://example.com")  # a model's link is not followed
