@@ -13,6 +13,7 @@ BENCHMARKS = {
     "downloads": "a model download through the app against a raw download, same stand-in Hub",
     "selection_recall": "how often the tool selection offers a case's tools (no model)",
     "documents": "document collections: indexing speed, index size, search latency by size",
+    "retrieval": "document search quality: Python's library reference, recall@5 and MRR",
 }
 
 

@@ -113,7 +113,7 @@ def search_speed(source: Path, sizes: list[int], work: Path) -> list[tuple[str, 
     """An index of each size, filled from the source index's passages, then timed."""
     rows = []
     original = DocumentIndex(source)
-    texts = original.passage_texts()
+    texts = [text for _, text in original.passages()]
     original.close()
     rng = random.Random(7)
     words = [w for t in rng.sample(texts, min(500, len(texts))) for w in t.split() if w.isalpha()]

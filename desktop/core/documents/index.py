@@ -275,10 +275,15 @@ class DocumentIndex:
         return [Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], -float(r[8]))
                 for r in rows]  # fmt: skip
 
-    def passage_texts(self) -> list[str]:
-        """Every passage's text (for benchmarks that build indexes of a given size)."""
+    def passages(self) -> list[tuple[str, str]]:
+        """Every passage as (its file, its text): for benchmarks that build other indexes
+        from the same passages."""
         with self._lock:
-            return [str(t) for (t,) in self._db.execute("SELECT text FROM chunks ORDER BY id")]
+            rows = self._db.execute(
+                "SELECT files.path, chunks.text FROM chunks JOIN files ON files.id = chunks.file "
+                "ORDER BY chunks.id"
+            ).fetchall()
+        return [(str(path), str(text)) for path, text in rows]
 
     def chunk_count(self) -> int:
         with self._lock:
