@@ -261,13 +261,16 @@ async def shoot_documents(out: Path) -> None:
         dialog = window.findChild(DocumentsDialog)
         dialog.resize(1100, 700)
         dialog.add_sources("Loomchat guide", [guide / "guide", guide / "cli.md"])
-        await wait_for(lambda: window.documents.running is None, 300, "the indexing")
+        jobs = window.documents
+        await wait_for(lambda: jobs.running is None and not jobs.waiting, 300, "the indexing")
+        await wait_for(lambda: "passages" in dialog.summary.text(), 30, "the summary")
         dialog.query.setText("passages quoted material")
         dialog._search()
         await wait_for(lambda: dialog.results.topLevelItemCount() > 0, 30, "the search")
         await asyncio.sleep(0.5)
         dialog.grab().save(str(out / "documents.png"))
         dialog.close()
+        controller.calibrate_on_first_use = False  # the answer's shot, not a calibration's
         window.pane.composer.setPlainText(DOCUMENTS_QUESTION)
         window.pane.send()
         await wait_for(lambda: controller.busy, 10, "the turn to start")

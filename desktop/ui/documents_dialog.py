@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QDialog,
@@ -161,18 +162,25 @@ class DocumentsDialog(QDialog):
             self.summary.setText("<b>No collection yet.</b> Make one and add a folder to it.")
             self._show_progress(None)
             return
-        try:
-            info = self.index.info(name)
-        except DocumentsError:
-            return
-        self._show_info(info)
         running = self.jobs.running == name
         self._show_progress(self.jobs.last if running else None)
+        # Counting a large collection's passages takes a while: not on the window's loop.
+        self.jobs.tasks.start(self._load(name))
+
+    async def _load(self, name: str) -> None:
+        try:
+            info = await asyncio.to_thread(self.index.info, name)
+        except DocumentsError:
+            return  # removed meanwhile
+        if shiboken6.isValid(self) and self.chosen == name:
+            self.sources.clear()
+            self.problems.clear()
+            self._show_info(info)
 
     def _show_info(self, info: CollectionInfo) -> None:
+        pages = f"{info.pages:,} pages, " if info.pages else ""
         self.summary.setText(
-            f"<b>{_escaped(info.name)}</b> — {info.files:,} files, {info.pages:,} pages, "
-            f"{info.chunks:,} passages"
+            f"<b>{_escaped(info.name)}</b> — {info.files:,} files, {pages}{info.chunks:,} passages"
         )
         self.sources.addItems(list(info.sources))
         for path, problem in info.problems:
@@ -285,7 +293,9 @@ class DocumentsDialog(QDialog):
             self.results.addTopLevelItem(item)
         self.results.resizeColumnToContents(0)
         if not hits:
-            self.results.addTopLevelItem(QTreeWidgetItem(["No passage matches.", "", ""]))
+            nothing = QTreeWidgetItem(["No passage matches.", "", ""])
+            self.results.addTopLevelItem(nothing)
+            nothing.setFirstColumnSpanned(True)
 
 
 def _escaped(text: str) -> str:

@@ -40,7 +40,9 @@ def test_a_folder_is_indexed_with_progress_and_searched(
     qtbot.waitUntil(lambda: jobs.running is None and bool(seen), timeout=30000)
     qtbot.waitUntil(lambda: "Updated:" in dialog.status.text(), timeout=5000)
     assert seen[-1].files_done == seen[-1].files_total == 32  # the FIFO is not a file
-    assert "31 files" in dialog.summary.text() and "Kitchen" in dialog.summary.text()
+    qtbot.waitUntil(lambda: "31 files" in dialog.summary.text(), timeout=5000)
+    assert "Kitchen" in dialog.summary.text()
+    qtbot.waitUntil(lambda: dialog.problems.topLevelItemCount() == 2, timeout=5000)
     rows = [dialog.problems.topLevelItem(i) for i in range(dialog.problems.topLevelItemCount())]
     problems = {row.text(0): row.text(1) for row in rows if row is not None}
     assert set(problems) == {str(folder / "broken.pdf"), str(folder / "pipe.txt")}
