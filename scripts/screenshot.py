@@ -201,6 +201,15 @@ async def shoot_calibration(out: Path) -> None:
 SECOND_LOOK = "→ odds of a call, the turn alone (second look)"
 
 
+def inspector_rows(tree: Any) -> list[Any]:
+    """Every step's rows in the inspector's tree, in order."""
+    return [
+        tree.topLevelItem(i).child(j)
+        for i in range(tree.topLevelItemCount())
+        for j in range(tree.topLevelItem(i).childCount())
+    ]
+
+
 async def shoot_second_look(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     async with real_app(show_inspector=True) as (window, controller, session):
@@ -225,11 +234,7 @@ async def shoot_second_look(out: Path) -> None:
             await wait_for(lambda: not controller.busy, 300, "the answer")
         await asyncio.sleep(0.5)
         tree = window.inspector.tree
-        rows = [
-            tree.topLevelItem(i).child(j)
-            for i in range(tree.topLevelItemCount())
-            for j in range(tree.topLevelItem(i).childCount())
-        ]
+        rows = inspector_rows(tree)
         looked = [row for row in rows if row.text(0) == SECOND_LOOK]
         gates = [row for row in rows if row.text(0).startswith("call gate")]
         if gates:
@@ -279,11 +284,7 @@ async def shoot_documents(out: Path) -> None:
         window.resize(1400, 860)
         await asyncio.sleep(0.5)
         tree = window.inspector.tree
-        rows = [
-            tree.topLevelItem(i).child(j)
-            for i in range(tree.topLevelItemCount())
-            for j in range(tree.topLevelItem(i).childCount())
-        ]
+        rows = inspector_rows(tree)
         results = [row for row in rows if "search_documents" in row.text(0)]
         if results:
             tree.setCurrentItem(results[-1])

@@ -210,7 +210,7 @@ class DocumentIndex:
         return {str(r[0]): Known(int(r[1]), int(r[2]), r[3], r[4]) for r in rows}
 
     def store(self, collection: str, path: str, size: int, mtime_ns: int, sha256: str,
-              pages: int, chunks: Sequence[Chunk]) -> None:  # fmt: skip
+              pages: int, chunks: Iterable[Chunk]) -> None:  # fmt: skip
         """The file's passages in place of what was indexed of it, in one transaction."""
         with self._lock, self._db:
             fid = self._file(collection, path, size, mtime_ns, sha256, pages, None)
@@ -218,7 +218,7 @@ class DocumentIndex:
             self._db.executemany(
                 "INSERT INTO chunks(file, section, start, end, page, heading, text) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(fid, c.section, c.start, c.end, c.page, c.heading, c.text) for c in chunks],
+                ((fid, c.section, c.start, c.end, c.page, c.heading, c.text) for c in chunks),
             )
 
     def refuse(self, collection: str, path: str, size: int, mtime_ns: int, problem: str) -> None:

@@ -12,6 +12,7 @@ import hashlib
 import os
 import stat
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +38,31 @@ SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "ve
 
 @dataclass(frozen=True)
 class Read:
-    """A file read in the child: its content's hash, its pages, its passages."""
+    """A file read in the child: its content's hash, its pages, its passages packed flat
+    (their texts, their headings, and four numbers each: section, start, end, page or -1).
+    Thousands of small objects coming back into the app would each be tracked by Python's
+    garbage collector, whose full passes over the app's objects then stall the window;
+    strings and an int array are not tracked."""
 
     sha256: str
     pages: int
-    chunks: list[Chunk]
+    texts: list[str]
+    headings: list[str]
+    numbers: array[int]
+
+    @classmethod
+    def of(cls, sha256: str, pages: int, chunks: list[Chunk]) -> Read:
+        numbers = array("q")
+        for c in chunks:
+            numbers.extend((c.section, c.start, c.end, -1 if c.page is None else c.page))
+        return cls(sha256, pages, [c.text for c in chunks], [c.heading for c in chunks], numbers)
+
+    @property
+    def chunks(self) -> Iterator[Chunk]:
+        """The passages, made one at a time as they are stored."""
+        for at, (text, heading) in enumerate(zip(self.texts, self.headings, strict=True)):
+            section, start, end, page = self.numbers[4 * at : 4 * at + 4]
+            yield Chunk(text, section, start, end, None if page < 0 else page, heading)
 
 
 @dataclass(frozen=True)
@@ -224,7 +245,7 @@ def read_file(path: str) -> Read | str:
     if not sections:
         return "has no text to index"
     pages = max((s.page or 0 for s in sections), default=0)
-    return Read(hashlib.sha256(data).hexdigest(), pages, chunk(sections))
+    return Read.of(hashlib.sha256(data).hexdigest(), pages, chunk(sections))
 
 
 def _walk(sources: list[Path]) -> tuple[list[Found], list[tuple[str, str]]]:
