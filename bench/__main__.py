@@ -14,6 +14,7 @@ BENCHMARKS = {
     "selection_recall": "how often the tool selection offers a case's tools (no model)",
     "documents": "document collections: indexing speed, index size, search latency by size",
     "retrieval": "document search quality: Python's library reference, recall@5 and MRR",
+    "answers": "answers from documents: none, a collection, the page attached (the model)",
 }
 
 

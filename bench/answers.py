@@ -1,0 +1,177 @@
+"""Answers from documents: a question about Python's standard library answered by the model
+through the app's session, with no documents, with the Library Reference as a collection,
+and with the right page attached whole; side by side, on the same questions.
+
+    .venv/bin/python -m bench answers [--questions 30] [--requantize Q3_K_S] [--docs DIR]
+
+The questions are `bench retrieval`'s (a module's own docstring, its name taken out;
+Python's Library Reference from Debian's python3.11-doc), asked as "Which module of
+Python's standard library is this: ...? Answer with its name." Right: the module's name is
+in the answer. Cited: a citation [n] in the answer points at the module's page (only
+where the documents were searched). Each question is asked in a new conversation, after
+the app's calibration of the model on the tools that session offers.
+
+Writes `bench/results/answers.md` and the answers in detail to `answers.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.accuracy import requantized
+from bench.everyday import CONTEXT_SIZE, Seeded
+from bench.retrieval import library_pages, questions
+from desktop.core.calibration.store import CalibrationStore
+from desktop.core.documents.formats import sections_of
+from desktop.core.documents.index import DocumentIndex
+from desktop.core.documents.indexer import index_collection
+from desktop.core.documents.tool import NAME, cited_sources
+from desktop.core.events import ToolResult, TurnFailed, TurnFinished
+from desktop.core.messages import fenced
+from desktop.core.providers.probing import CapabilityCache
+from desktop.core.providers.registry import make_provider
+from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.session import Session
+from desktop.core.storage.chats import ChatStore
+from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.settings import Settings
+
+# An attached page is cut to half the context, as the app lets a file be attached
+# (characters, about four to a token).
+ATTACHED_CHARS = 4 * CONTEXT_SIZE // 2
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+def asked(sentence: str) -> str:
+    return f"Which module of Python's standard library is this: {sentence}? Answer with its name."
+
+
+async def answer(session: Session, text: str) -> tuple[str, dict[int, str], float]:
+    """The answer, the sources the turn's document searches gave (number -> page name)."""
+    conversation = session.new_conversation()
+    sources: dict[int, str] = {}
+    final = ""
+    started = time.perf_counter()
+    async for event in session.send(conversation, text):
+        match event:
+            case ToolResult() if event.name == NAME and event.error is None:
+                found = cited_sources(event.content)
+                sources = {n: Path(s.path).stem for n, s in found.items()}
+            case TurnFinished():
+                final = event.text
+            case TurnFailed():
+                final = f"(failed: {event.message})"
+            case _:
+                pass
+    return final, sources, time.perf_counter() - started
+
+
+async def ask_all(session: Session, chosen: dict[str, str], how: str,
+                  pages: Path) -> list[dict[str, Any]]:  # fmt: skip
+    rows = []
+    for name, sentence in chosen.items():
+        text = asked(sentence)
+        if how == "attached":
+            page = sections_of(f"{name}.html", (pages / f"{name}.html").read_bytes())
+            whole = "\n\n".join(s.text for s in page)[:ATTACHED_CHARS]
+            text = f"[Attached file: {name}.html]\n{fenced(whole)}\n\n{text}"
+        reply, sources, seconds = await answer(session, text)
+        right = bool(re.search(rf"\b{re.escape(name)}\b", reply))
+        cited = any(sources.get(int(n)) == name for n in _CITATION.findall(reply))
+        searched = name in sources.values()
+        mark = "ok " if right else "BAD"
+        print(f"  {how:9} {mark} {name:16} {reply[:70]!r}", flush=True)
+        rows.append({"how": how, "module": name, "right": right, "cited": cited,
+                     "searched": searched, "seconds": seconds, "answer": reply})  # fmt: skip
+    return rows
+
+
+async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int) -> dict[str, Any]:
+    base = make_provider("llamacpp", url)
+    base.model = (await base.list_models() or [""])[0]
+    await CapabilityCache().apply(base)
+    provider = Seeded(base, seed)
+    rows: list[dict[str, Any]] = []
+    cards = {}
+    # One calibration, on the built-in tools, kept for the three sessions: as in the app
+    # when a person adds documents to a model already calibrated.
+    calibrations = CalibrationStore(None)
+    with tempfile.TemporaryDirectory() as scratch:
+        index = DocumentIndex(Path(scratch) / "documents.sqlite3")
+        index.add_sources("Python library reference", [pages])
+        await index_collection(index, "Python library reference")
+        for how in ("none", "documents", "attached"):
+            store = ChatStore(Path(scratch) / f"chats-{how}.db")
+            session = Session(Settings(backend="llamacpp", url=url), store, SecretStore(),
+                              calibrations=calibrations,
+                              documents=index if how == "documents" else None)  # fmt: skip
+            session.use_provider(provider, "llamacpp")
+            card = session.calibration or await session.calibrate()
+            cards[how] = {"misses_calls": card.misses_calls, "form": card.tool_form}
+            print(f"{how}: calibrated, misses calls: {card.misses_calls}", flush=True)
+            rows += await ask_all(session, chosen, how, pages)
+            await session.close()
+        index.close()
+    await base.aclose()
+    return {"cards": cards, "rows": rows}
+
+
+def summary(label: str, result: dict[str, Any]) -> str:
+    lines = ["| model | documents | right | cited (of right) | page searched | s per question |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    names = {"none": "none", "documents": "a collection (the app's default)",
+             "attached": "the right page attached whole"}  # fmt: skip
+    for how, shown in names.items():
+        rows = [r for r in result["rows"] if r["how"] == how]
+        right = sum(r["right"] for r in rows)
+        cited = sum(r["cited"] for r in rows if r["right"])
+        searched = sum(r["searched"] for r in rows)
+        seconds = sorted(r["seconds"] for r in rows)[len(rows) // 2]
+        lines.append(f"| {label} | {shown} | {right}/{len(rows)} | "
+                     f"{cited if how == 'documents' else '—'} | "
+                     f"{searched if how == 'documents' else '—'} | {seconds:.1f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+async def run() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=30)
+    parser.add_argument("--requantize", metavar="TYPE")
+    parser.add_argument("--docs", type=Path, help="an unpacked library/ folder of HTML pages")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/answers.md"))
+    args = parser.parse_args()
+    pages = library_pages(args.docs)
+    every = questions(pages)
+    names = sorted(random.Random(args.seed).sample(sorted(every), min(args.questions, len(every))))
+    chosen = {name: every[name] for name in names}
+    model = ensure_bundled_model()
+    if args.requantize:
+        model = requantized(model, args.requantize)
+    server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
+    await server.start()
+    try:
+        result = await measure(server.base_url, chosen, pages, args.seed)
+    finally:
+        server.stop()
+    text = summary(model.stem, result)
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+
+
+def main() -> None:
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
