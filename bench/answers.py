@@ -1,15 +1,18 @@
 """Answers from documents: a question about Python's standard library answered by the model
-through the app's session, with no documents, with the Library Reference as a collection,
-and with the right page attached whole; side by side, on the same questions.
+through the app's session, with no documents, with the Library Reference as a collection
+(searched as the app's default says, and before every answer), and with the right page
+attached whole; side by side, on the same questions.
 
     .venv/bin/python -m bench answers [--questions 30] [--requantize Q3_K_S] [--docs DIR]
+                                      [--only none|documents|always|attached ...]
 
 The questions are `bench retrieval`'s (a module's own docstring, its name taken out;
 Python's Library Reference from Debian's python3.11-doc), asked as "Which module of
 Python's standard library is this: ...? Answer with its name." Right: the module's name is
 in the answer. Cited: a citation [n] in the answer points at the module's page (only
 where the documents were searched). Each question is asked in a new conversation, after
-the app's calibration of the model on the tools that session offers.
+the app's calibration of the model on the built-in tools (one, kept for every condition, as
+in the app when a person adds documents to a model already calibrated).
 
 Writes `bench/results/answers.md` and the answers in detail to `answers.json`.
 """
@@ -94,7 +97,11 @@ async def ask_all(session: Session, chosen: dict[str, str], how: str,
     return rows
 
 
-async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int) -> dict[str, Any]:
+HOWS = ("none", "documents", "always", "attached")
+
+
+async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int,
+                  hows: list[str]) -> dict[str, Any]:  # fmt: skip
     base = make_provider("llamacpp", url)
     base.model = (await base.list_models() or [""])[0]
     await CapabilityCache().apply(base)
@@ -108,11 +115,13 @@ async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int) -> d
         index = DocumentIndex(Path(scratch) / "documents.sqlite3")
         index.add_sources("Python library reference", [pages])
         await index_collection(index, "Python library reference")
-        for how in ("none", "documents", "attached"):
+        for how in hows:
             store = ChatStore(Path(scratch) / f"chats-{how}.db")
-            session = Session(Settings(backend="llamacpp", url=url), store, SecretStore(),
-                              calibrations=calibrations,
-                              documents=index if how == "documents" else None)  # fmt: skip
+            search = "always" if how == "always" else "auto"
+            settings = Settings(backend="llamacpp", url=url, document_search=search)
+            documents = index if how in ("documents", "always") else None
+            session = Session(settings, store, SecretStore(), calibrations=calibrations,
+                              documents=documents)  # fmt: skip
             session.use_provider(provider, "llamacpp")
             card = session.calibration or await session.calibrate()
             cards[how] = {"misses_calls": card.misses_calls, "form": card.tool_form}
@@ -127,17 +136,21 @@ async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int) -> d
 def summary(label: str, result: dict[str, Any]) -> str:
     lines = ["| model | documents | right | cited (of right) | page searched | s per question |",
              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    names = {"none": "none", "documents": "a collection (the app's default)",
+    names = {"none": "none", "documents": "a collection, searched as the app's default says",
+             "always": "a collection, searched before every answer",
              "attached": "the right page attached whole"}  # fmt: skip
     for how, shown in names.items():
         rows = [r for r in result["rows"] if r["how"] == how]
+        if not rows:
+            continue
         right = sum(r["right"] for r in rows)
         cited = sum(r["cited"] for r in rows if r["right"])
         searched = sum(r["searched"] for r in rows)
         seconds = sorted(r["seconds"] for r in rows)[len(rows) // 2]
+        searching = how in ("documents", "always")
         lines.append(f"| {label} | {shown} | {right}/{len(rows)} | "
-                     f"{cited if how == 'documents' else '—'} | "
-                     f"{searched if how == 'documents' else '—'} | {seconds:.1f} |")  # fmt: skip
+                     f"{cited if searching else '—'} | "
+                     f"{searched if searching else '—'} | {seconds:.1f} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -147,6 +160,7 @@ async def run() -> None:
     parser.add_argument("--requantize", metavar="TYPE")
     parser.add_argument("--docs", type=Path, help="an unpacked library/ folder of HTML pages")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only", choices=HOWS, action="append", help="these conditions only")
     parser.add_argument("--out", type=Path, default=Path("bench/results/answers.md"))
     args = parser.parse_args()
     pages = library_pages(args.docs)
@@ -159,7 +173,7 @@ async def run() -> None:
     server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:
-        result = await measure(server.base_url, chosen, pages, args.seed)
+        result = await measure(server.base_url, chosen, pages, args.seed, args.only or list(HOWS))
     finally:
         server.stop()
     text = summary(model.stem, result)
