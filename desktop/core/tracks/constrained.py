@@ -175,7 +175,7 @@ class ConstrainedTools(ProviderWrapper):
                     assert_never(ask)
         if not isinstance(decision, Spoken):
             await free.close()
-        carried = self._carry_out(decision, messages, tools, options, free, known, judge)
+        carried = self._carry_out(decision, messages, tools, options, free, history, known, judge)
         async for event in carried:
             yield event
 
@@ -226,6 +226,7 @@ class ConstrainedTools(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
         free: _FreeAnswer,
+        history: list[Message],
         known: Sequence[str],
         judge: Judge,
     ) -> AsyncGenerator[ProviderEvent, None]:
@@ -262,7 +263,7 @@ class ConstrainedTools(ProviderWrapper):
                     yield event
             case Call():
                 made = await persons_calls(
-                    self.inner, decision, messages, tools, options, known, judge, self.form
+                    self.inner, decision, messages, tools, options, history, known, judge
                 )
                 for event in made.passed_on:
                     yield event

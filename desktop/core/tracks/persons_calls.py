@@ -20,8 +20,6 @@ from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import Judge, constrained_calls
 from desktop.core.tracks.gate import Call, ConstrainedCalls
 from desktop.core.tracks.licence import Refusal, after_a_result, licensed, tools_about
-from desktop.core.tracks.prompt import emulated_history
-from desktop.core.tracks.tool_forms import ToolForm
 
 
 @dataclass(frozen=True)
@@ -47,12 +45,14 @@ async def persons_calls(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     options: RequestOptions,
+    history: list[Message],
     known: Sequence[str],
     judge: Judge,
-    form: ToolForm = "json",
 ) -> PersonsCalls:
+    """`history`: the step's prompt, as the track built it (in its form of the tool
+    prompt)."""
+
     async def write(first: str | None) -> ConstrainedCalls:
-        history = emulated_history(messages, tools, form=form)
         part = Constrained(first)
         return await constrained_calls(inner, history, tools, options, part, known, judge)
 
