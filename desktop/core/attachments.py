@@ -11,6 +11,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.core.documents.formats import UnreadablePdf, decoded, pdf_pages
 from desktop.core.errors import LoomchatError
 from desktop.core.messages import CHARS_PER_TOKEN, Image, fenced
 from desktop.core.tools.images import ImageError, fit_image
@@ -106,31 +107,19 @@ def _read(path: str) -> Attachment | str:
             return f"is not an image that can be attached ({exc})."
     if suffix == ".pdf" or data[:5] == b"%PDF-":
         return _pdf_text(file.name, data)
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (Windows' Notepad, PowerShell)
-        try:
-            return TextAttachment(file.name, data.decode("utf-16"))
-        except UnicodeDecodeError:
-            pass
-    if b"\x00" in data[:8192]:
-        return "is not a text file (it looks binary): only text, PDF and images can be attached."
     try:
-        return TextAttachment(file.name, data.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        return TextAttachment(file.name, data.decode("latin-1"))  # a legacy 8-bit text file
+        return TextAttachment(file.name, decoded(data))
+    except ValueError:
+        return "is not a text file (it looks binary): only text, PDF and images can be attached."
 
 
 def _pdf_text(name: str, data: bytes) -> Attachment | str:
-    import io
-
     try:
-        from pypdf import PdfReader
-
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
+        pages = pdf_pages(data)
+    except UnreadablePdf as exc:
+        if exc.cause is None:
             return "is a password-protected PDF: it cannot be read."
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except Exception as exc:  # pypdf's many ways to say "damaged"
-        return f"is not a PDF that can be read ({type(exc).__name__}: {str(exc)[:120]})."
+        return f"is not a PDF that can be read ({exc}: {str(exc.cause)[:120]})."
     text = "\n\n".join(f"[Page {n}]\n{page.strip()}" for n, page in enumerate(pages, 1))
     if not any(page.strip() for page in pages):
         return "has no text to read (a scanned PDF?)."

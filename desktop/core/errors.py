@@ -19,6 +19,7 @@ LoomchatError
 ├── PresetError         a preset file cannot be read, or a preset name is taken
 ├── AttachmentError     a file cannot be attached: too large, binary, damaged
 ├── DocumentsError      the document index cannot be used, or has no such collection
+├── UnreadablePdf       a PDF whose text cannot be had: password-protected or damaged
 └── ToolError           a tool failed; its message becomes the result the model reads
     ├── ImageError        an image that cannot be read or is too large
     ├── WorkspaceError    a path outside the workspace, or a file it cannot read
@@ -26,8 +27,8 @@ LoomchatError
     ├── McpToolError      an MCP server ran the tool and it failed
     └── WorkerCrashed     the worker process running a tool died
 
-Errors of a value (UsageError, DamagedFile, GgufError, ImageError, WorkspaceError,
-CalculationError) are also ValueErrors, and the tool failures of a process also
+Errors of a value (UsageError, DamagedFile, GgufError, UnreadablePdf, ImageError,
+WorkspaceError, CalculationError) are also ValueErrors, and the tool failures of a process also
 RuntimeErrors, as before the root.
 """
 

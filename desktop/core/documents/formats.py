@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePath
 
+from desktop.core.errors import LoomchatError
+
 
 # What a collection reads; anything else in a folder is passed over without a word (images,
 # archives, binaries). Names with no suffix (README, Makefile) are read if they are text.
@@ -62,7 +64,7 @@ def sections_of(name: str, data: bytes) -> list[Section]:
         return _pdf(data)
     if suffix == ".docx":
         return _docx(data)
-    text = clean(_decoded(data))
+    text = clean(decoded(data))
     if suffix in HTML_SUFFIXES:
         return _html(text)
     if suffix in MARKDOWN_SUFFIXES:
@@ -77,7 +79,9 @@ def clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def _decoded(data: bytes) -> str:
+def decoded(data: bytes) -> str:
+    """A text file's bytes as text: UTF-16 with its mark (Windows' Notepad, PowerShell),
+    else UTF-8, else a legacy 8-bit file; `ValueError` for binary content."""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:
             return data.decode("utf-16")
@@ -117,18 +121,37 @@ def _markdown(text: str) -> list[Section]:
     return sections
 
 
-def _pdf(data: bytes) -> list[Section]:
+class UnreadablePdf(LoomchatError, ValueError):
+    """A PDF whose text cannot be had: password-protected (`cause` None), or damaged (what
+    pypdf raised)."""
+
+    def __init__(self, cause: Exception | None) -> None:
+        super().__init__("password-protected" if cause is None else type(cause).__name__)
+        self.cause = cause
+
+
+def pdf_pages(data: bytes) -> list[str]:
+    """Each page's text layer as pypdf reads it (an attachment's and a collection's)."""
     from pypdf import PdfReader
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise ValueError("it is a password-protected PDF")
-        pages = [clean(page.extract_text() or "") for page in reader.pages]
-    except ValueError:
+            raise UnreadablePdf(None)
+        return [page.extract_text() or "" for page in reader.pages]
+    except UnreadablePdf:
         raise
     except Exception as exc:  # pypdf's many ways to say "damaged"
-        raise ValueError(f"it is not a PDF that can be read ({type(exc).__name__})") from None
+        raise UnreadablePdf(exc) from None
+
+
+def _pdf(data: bytes) -> list[Section]:
+    try:
+        pages = [clean(text) for text in pdf_pages(data)]
+    except UnreadablePdf as exc:
+        if exc.cause is None:
+            raise ValueError("it is a password-protected PDF") from None
+        raise ValueError(f"it is not a PDF that can be read ({exc})") from None
     sections = [Section(text, number) for number, text in enumerate(pages, 1) if text.strip()]
     if not sections:
         raise ValueError("it has no text to read (a scanned PDF?)")
