@@ -285,9 +285,10 @@ async def shoot_documents(out: Path) -> None:
         await asyncio.sleep(0.5)
         tree = window.inspector.tree
         rows = inspector_rows(tree)
+        searched = [row for row in rows if row.text(0).startswith("retrieval:")]
         results = [row for row in rows if "search_documents" in row.text(0)]
-        if results:
-            tree.setCurrentItem(results[-1])
+        if searched or results:  # the search's query and scores, else its result
+            tree.setCurrentItem((searched or results)[-1])
         await asyncio.sleep(0.3)
         window.grab().save(str(out / "documents-answer.png"))
         print("rows:", [row.text(0) for row in rows])

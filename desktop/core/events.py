@@ -229,6 +229,27 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class RetrievedPassage:
+    """A passage a document search sent to the model: where it is, and its score by each
+    method that found it ("bm25", "embedding", and "fused" where both ranked it)."""
+
+    where: str
+    path: str
+    scores: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What a document search did, for the inspector: the query, the collections searched
+    (empty: all), the methods used, and the passages sent, best first."""
+
+    query: str
+    collections: tuple[str, ...]
+    methods: tuple[str, ...]
+    passages: tuple[RetrievedPassage, ...]
+
+
+@dataclass(frozen=True)
 class ToolResult:
     step: int
     id: str
@@ -237,6 +258,8 @@ class ToolResult:
     images: list[Image] = field(default_factory=list)
     duration_ms: float = 0.0
     error: str | None = None
+    # A document search's record (its query and scores); None for every other tool.
+    retrieval: Retrieval | None = None
     kind: Literal["tool_result"] = "tool_result"
 
 
@@ -300,5 +323,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             value = [image.summary() for image in value]
         elif isinstance(value, CallGate):
             value = {**asdict(value), "passed": value.passed}
+        elif isinstance(value, Retrieval):
+            value = asdict(value)
         out[f.name] = value
     return out

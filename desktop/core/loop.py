@@ -331,9 +331,8 @@ async def _run_all(
     try:
         for next_done in asyncio.as_completed(tasks):
             call, done = await next_done
-            yield ToolResult(
-                step, call.id, call.name, done.content, done.images, done.duration_ms, done.error
-            )
+            yield ToolResult(step, call.id, call.name, done.content, done.images,
+                             done.duration_ms, done.error, done.retrieval)  # fmt: skip
     finally:
         for task in tasks:
             task.cancel()

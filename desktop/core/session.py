@@ -24,19 +24,14 @@ from desktop.core.messages import Image, Message, MessageMeta, ToolCall
 from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.providers.discovery import Found, discover
 from desktop.core.providers.registry import ProbingProvider
-from desktop.core.runtime import (
-    LlamaServer,
-    bundled_model_available,
-)
+from desktop.core.runtime import LlamaServer, bundled_model_available
 from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.presets import Preset, PresetBook
 from desktop.core.storage.settings import Settings, save_settings
 from desktop.core.tools.catalog import ToolCatalog, trusted
 from desktop.core.tools.dedupe import Deduplicator
-from desktop.core.tools.selection import (
-    Offer,
-)
+from desktop.core.tools.selection import Offer
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TurnTrace
 from desktop.core.tracks.fitting import FittedHistory
@@ -368,6 +363,7 @@ class Session:
             mode, card = self.settings.document_search, self.calibration
             searched = search_first(self.documents, text, conversation, offer.tools, mode, card)
             async for event in searched:
+                trace.record(event)  # before the first request: the trace keeps it apart
                 yield event
         turn = run_turn(
             # Bounded to the model's context; each step's call-gate record kept.

@@ -97,6 +97,8 @@ class TurnTrace:
     outcome: TurnFinished | TurnFailed | None = None
     # Which tools the turn offered and why, when it offered a selection of them.
     offer: dict[str, Any] | None = None
+    # What happened before the first request: the documents searched first.
+    before: list[Event] = field(default_factory=list)
 
     @property
     def gate(self) -> dict[str, Any] | None:
@@ -110,6 +112,9 @@ class TurnTrace:
         """Attach a loop event to its step. Text deltas are left out (the raw output has
         them); thinking is collected here, where both tracks have split it out."""
         known = 0 <= event.step < len(self.steps)
+        if not self.steps and not isinstance(event, TurnFinished | TurnFailed):
+            self.before.append(event)
+            return
         match event:
             case ThinkingDelta():
                 if known:
@@ -135,6 +140,7 @@ class TurnTrace:
             "outcome": event_to_dict(self.outcome) if self.outcome else None,
             "offer": self.offer,
             "gate": self.gate,
+            "before": [event_to_dict(event) for event in self.before],
         }
 
 

@@ -27,6 +27,7 @@ from desktop.core.events import (
     Event,
     GateRecord,
     RejectionStage,
+    Retrieval,
     TextDelta,
     ThinkingDelta,
     ToolCallParsed,
@@ -139,7 +140,8 @@ def _event_rows(event: Event) -> list[tuple[str, str]]:
             status = f"error: {event.error}" if event.error else f"{event.duration_ms:.0f} ms"
             images = ", ".join(f"{i.mime} {len(i.data)} bytes" for i in event.images)
             text = event.content + (f"\n[images: {images}]" if images else "")
-            return [(f"result: {event.name} ({status})", text)]
+            rows = [] if event.retrieval is None else [_retrieval_row(event.retrieval)]
+            return [*rows, (f"result: {event.name} ({status})", text)]
         case Usage():
             tokens = f"{event.prompt_tokens} prompt + {event.completion_tokens} completion"
             return [("usage", f"{tokens} tokens")]
@@ -149,6 +151,20 @@ def _event_rows(event: Event) -> list[tuple[str, str]]:
             return []  # the raw output and the outcome have them
         case _:
             assert_never(event)
+
+
+def _retrieval_row(retrieval: Retrieval) -> tuple[str, str]:
+    """A document search: its query, where it looked, and each passage's scores."""
+    methods = " + ".join(retrieval.methods)
+    where = ", ".join(retrieval.collections) or "every collection"
+    lines = [f"query: {retrieval.query!r}", f"searched: {where}", f"ranked by: {methods}", ""]
+    for number, passage in enumerate(retrieval.passages, 1):
+        scores = "  ".join(f"{method} {score:.4g}" for method, score in passage.scores.items())
+        lines.append(f"[{number}] {scores}\n    {passage.where}\n    {passage.path}")
+    if not retrieval.passages:
+        lines.append("No passage matched.")
+    count = len(retrieval.passages)
+    return f"retrieval: {count} passage(s) by {methods} for {retrieval.query!r}", "\n".join(lines)
 
 
 def _gate_row(gate: CallGate) -> tuple[str, str]:
@@ -248,6 +264,17 @@ class InspectorPanel(QWidget):
             lines.append(f"({offer['left_out']} more left out: they did not fit the request.)")
             node.setData(0, Qt.ItemDataRole.UserRole, "\n".join(lines))
             self.tree.addTopLevelItem(node)
+        if trace.before:  # the documents searched with the person's words, before step 0
+            node = QTreeWidgetItem(["Before the model: your documents searched first"])
+            node.setData(0, Qt.ItemDataRole.UserRole, "The person's message was the query; "
+                         "the passages went into the prompt as this search's result.")  # fmt: skip
+            for event in trace.before:
+                for title, text in _event_rows(event):
+                    child = QTreeWidgetItem([title])
+                    child.setData(0, Qt.ItemDataRole.UserRole, text)
+                    node.addChild(child)
+            self.tree.addTopLevelItem(node)
+            node.setExpanded(True)
         for step in trace.steps:
             node = QTreeWidgetItem([f"Step {step.step} · {step.duration_ms or '…'} ms"])
             for title, text in step_sections(step):

@@ -23,7 +23,16 @@ def test_field_names_match_the_published_interface() -> None:
         "tool_call": ["step", "id", "name", "arguments", "gate"],  # gate: added, optional
         "tool_rejected": ["step", "name", "arguments", "reason", "stage", "id"],
         "tool_started": ["step", "id", "name"],
-        "tool_result": ["step", "id", "name", "content", "images", "duration_ms", "error"],
+        "tool_result": [
+            "step",
+            "id",
+            "name",
+            "content",
+            "images",
+            "duration_ms",
+            "error",
+            "retrieval",
+        ],  # retrieval: added, optional
         "usage": ["step", "prompt_tokens", "completion_tokens"],
         "warning": ["step", "message"],
         "turn_finished": ["step", "text"],
@@ -41,6 +50,7 @@ def test_tool_result_json_shows_image_type_and_size_not_bytes() -> None:
     assert out == {
         "kind": "tool_result", "step": 2, "id": "c1", "name": "chart", "content": "done",
         "images": [{"mime": "image/png", "size": len(PNG)}], "duration_ms": 12.5, "error": None,
+        "retrieval": None,
     }  # fmt: skip
     json.dumps(out)
 

@@ -194,3 +194,32 @@ def test_the_turn_alones_calls_show_how_sure_their_arguments_were() -> None:
     assert "call gate: 0.70 < bar 0.93: plain answer" in titles
     assert "→ constrained re-ask, the turn alone (JSON Schema)" in titles
     assert titles[-1] == "arguments' odds: 0.99 ≥ bar 0.95: call"
+
+
+def test_a_search_before_the_model_shows_its_query_and_scores(qapp) -> None:  # type: ignore[no-untyped-def]
+    from desktop.core.events import Retrieval, RetrievedPassage, ToolCallParsed, ToolResult
+    from desktop.core.tracing import TurnTrace
+    from desktop.ui.inspector import InspectorPanel
+
+    passages = (
+        RetrievedPassage("manual.pdf, page 4 — Reset", "/d/manual.pdf", {"bm25": 7.25}),
+        RetrievedPassage("notes.md", "/d/notes.md", {"bm25": 1.5}),
+    )
+    retrieval = Retrieval("reset the router", (), ("bm25",), passages)
+    trace = TurnTrace(track="emulated", provider="scripted")
+    trace.record(ToolCallParsed(0, "s1", "search_documents", {"query": "reset the router"}))
+    trace.record(ToolResult(0, "s1", "search_documents", "[1] manual.pdf…", retrieval=retrieval))
+    inspector = InspectorPanel()
+    inspector.set_traces([trace])
+    first = inspector.tree.topLevelItem(0)
+    assert first is not None and first.text(0).startswith("Before the model")
+    children = [first.child(i) for i in range(first.childCount())]
+    rows = {child.text(0): child for child in children if child is not None}
+    title = "retrieval: 2 passage(s) by bm25 for 'reset the router'"
+    assert list(rows) == ["parsed call: search_documents", title,
+                          "result: search_documents (0 ms)"]  # fmt: skip
+    inspector.tree.setCurrentItem(rows[title])
+    shown = inspector.detail.toPlainText()
+    assert "searched: every collection" in shown
+    assert "[1] bm25 7.25\n    manual.pdf, page 4 — Reset\n    /d/manual.pdf" in shown
+    assert shown.index("[1]") < shown.index("[2] bm25 1.5")

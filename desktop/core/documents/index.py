@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from desktop.core.documents.chunks import Chunk
@@ -74,7 +74,8 @@ class Known:
 
 @dataclass(frozen=True)
 class Hit:
-    """A passage found for a query: where it is, and its BM25 score (higher is better)."""
+    """A passage found for a query: where it is, and its score (higher is better): BM25's,
+    or the fused one where embeddings ranked the passages too (`scores` has each method's)."""
 
     chunk: int
     collection: str
@@ -85,6 +86,7 @@ class Hit:
     end: int
     text: str
     score: float
+    scores: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -272,8 +274,8 @@ class DocumentIndex:
         )
         with self._lock:
             rows = self._db.execute(sql, [*arguments, limit]).fetchall()
-        return [Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], -float(r[8]))
-                for r in rows]  # fmt: skip
+        return [Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], -float(r[8]),
+                    {"bm25": -float(r[8])}) for r in rows]  # fmt: skip
 
     def passages(self) -> list[tuple[str, str]]:
         """Every passage as (its file, its text): for benchmarks that build other indexes

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Literal, Protocol
 
 from desktop.core.documents.index import DocumentIndex
-from desktop.core.documents.tool import NAME, PASSAGES, passages_text
+from desktop.core.documents.tool import NAME, PASSAGES, passages_text, retrieval_of
 from desktop.core.events import Event, ToolCallParsed, ToolResult, ToolStarted
 from desktop.core.messages import Message, MessageMeta, ToolCall, new_call_id
 from desktop.core.tool_spec import ToolSpec
@@ -61,4 +61,5 @@ async def search_first(
     yield ToolStarted(0, call.id, call.name)
     conversation.append(Message.assistant("", [call]))
     conversation.append(Message.tool(call.id, NAME, content, meta=MessageMeta(duration_ms=elapsed)))
-    yield ToolResult(0, call.id, call.name, content, duration_ms=elapsed)
+    retrieval = retrieval_of(query, None, hits)
+    yield ToolResult(0, call.id, call.name, content, duration_ms=elapsed, retrieval=retrieval)

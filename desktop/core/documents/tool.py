@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from desktop.core.documents.index import DocumentIndex, Hit
+from desktop.core.events import Retrieval, RetrievedPassage
 from desktop.core.messages import fenced
 from desktop.core.tool_spec import Example
-from desktop.core.tools.toolbox import Tool
+from desktop.core.tools.toolbox import Tool, ToolOutput
 
 NAME = "search_documents"
 # Passages given to the model for one query: enough to answer from, few enough for a small
@@ -69,15 +71,22 @@ def passages_text(query: str, hits: list[Hit]) -> str:
     return "\n".join(lines)
 
 
+def retrieval_of(query: str, collections: Sequence[str] | None, hits: list[Hit]) -> Retrieval:
+    """The inspector's record of a search: what was asked where, and each passage's scores."""
+    methods = tuple(dict.fromkeys(method for hit in hits for method in hit.scores)) or ("bm25",)
+    passages = tuple(RetrievedPassage(where(hit), hit.path, dict(hit.scores)) for hit in hits)
+    return Retrieval(query, tuple(collections or ()), methods, passages)
+
+
 def search_documents_tool(index: DocumentIndex, collections: list[str]) -> Tool:
     """The tool over `collections` (their names, as the index has them)."""
 
-    async def search(arguments: dict[str, Any]) -> str:
+    async def search(arguments: dict[str, Any]) -> ToolOutput:
         query = str(arguments["query"])
         chosen = arguments.get("collection")
         among = [chosen] if chosen in collections else collections
         hits = await asyncio.to_thread(index.search, query, among, PASSAGES)
-        return passages_text(query, hits)
+        return ToolOutput(passages_text(query, hits), retrieval=retrieval_of(query, among, hits))
 
     properties: dict[str, Any] = {
         "query": {

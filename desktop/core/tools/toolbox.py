@@ -19,6 +19,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
+from desktop.core.events import Retrieval
 from desktop.core.messages import Image, ToolCall, without_surrogates
 from desktop.core.schemas import validator
 from desktop.core.tool_spec import ToolSpec
@@ -44,6 +45,7 @@ MAX_ARGUMENT_DEPTH = 32
 class ToolOutput:
     content: Any
     images: list[Image] = field(default_factory=list)
+    retrieval: Retrieval | None = None  # a document search's record, for the inspector
 
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -72,6 +74,7 @@ class Outcome:
     images: list[Image]
     duration_ms: float
     error: str | None = None
+    retrieval: Retrieval | None = None
 
 
 def render_content(content: Any) -> str:
@@ -138,17 +141,17 @@ class Toolbox:
         tool = self._tools[call.name]
         started = time.perf_counter()
         try:
-            content, images = await asyncio.wait_for(_produce(tool, call), tool.timeout_s)
+            output = await asyncio.wait_for(_produce(tool, call), tool.timeout_s)
         except TimeoutError:
             message = f"Tool {call.name} timed out after {tool.timeout_s:g} s."
             return Outcome(f"Error: {message}", [], _ms_since(started), message)
         except Exception as exc:  # a tool's failure is data for the model, not a crash
             message = limit_content(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS)
             return Outcome(f"Error: {message}", [], _ms_since(started), message)
-        return Outcome(content, images, _ms_since(started))
+        return replace(output, duration_ms=_ms_since(started))
 
 
-async def _produce(tool: Tool, call: ToolCall) -> tuple[str, list[Image]]:
+async def _produce(tool: Tool, call: ToolCall) -> Outcome:
     raw = await tool.handler(call.arguments)
     output = raw if isinstance(raw, ToolOutput) else ToolOutput(raw)
     content = limit_content(without_surrogates(render_content(output.content)))
@@ -158,7 +161,7 @@ async def _produce(tool: Tool, call: ToolCall) -> tuple[str, list[Image]]:
             images.append(await run_isolated(fit_image, image.data))
         except ImageError as exc:
             content += f"\n[An image was left out: {exc}.]"
-    return content, images
+    return Outcome(content, images, 0.0, retrieval=output.retrieval)
 
 
 def limit_content(text: str, limit: int = MAX_RESULT_CHARS) -> str:

@@ -20,8 +20,9 @@ async def test_a_turn_searches_the_persons_documents(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "boat.md").write_text("# Kayak\nThe kayak is stored in the blue shed.\n")
     index = DocumentIndex(tmp_path / "index.sqlite3")
+    (folder / "car.md").write_text("# Car\nThe car is parked in the street.\n")
     store = ChatStore(tmp_path / "chats.db")
-    session = Session(Settings(), store, SecretStore(), documents=index)
+    session = Session(Settings(document_search="tool"), store, SecretStore(), documents=index)
     assert NAME not in {t.name for t in session.tools.all}  # nothing to search yet
     index.add_sources("notes", [folder])
     await index_collection(index, "notes")
@@ -41,6 +42,13 @@ async def test_a_turn_searches_the_persons_documents(tmp_path: Path) -> None:
     )
     fed_back = provider.requests[1].messages[-1]  # as the track words a result
     assert "blue shed" in fed_back.text and "search_documents" in fed_back.text
+    retrieval = results[0].retrieval  # what the inspector shows of the search
+    assert retrieval is not None and retrieval.query == "kayak stored"
+    assert retrieval.methods == ("bm25",) and retrieval.collections == ("notes",)
+    (passage,) = retrieval.passages
+    assert passage.where == "boat.md — Kayak" and passage.scores["bm25"] > 0
+    (trace,) = session.traces[conversation]
+    assert results[0] in trace.steps[0].events and not trace.before
     await session.close()
 
 
@@ -69,6 +77,12 @@ async def test_a_model_that_misses_calls_gets_the_passages_before_it_answers(
     assert call.name == NAME and call.arguments == {"query": "Where is my kayak stored?"}
     asked = provider.requests[0].messages
     assert "blue shed" in asked[-1].text  # the model's first request already has them
+    (trace,) = session.traces[conversation]  # kept apart, before the first request
+    assert [e.kind for e in trace.before] == ["tool_call", "tool_started", "tool_result"]
+    searched = trace.before[-1]
+    assert isinstance(searched, ToolResult) and searched.retrieval is not None
+    assert searched.retrieval.passages[0].path == str(folder / "boat.md")
+    assert trace.to_dict()["before"][-1]["retrieval"]["query"] == "Where is my kayak stored?"
     kept = [m for _, m in store.messages(conversation)]
     assert [m.role for m in kept] == ["user", "assistant", "tool", "assistant"]
     hello = [e async for e in session.send(conversation, "Hello")]  # no passage matches
