@@ -112,14 +112,17 @@ async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int,
     # when a person adds documents to a model already calibrated.
     calibrations = CalibrationStore(None)
     with tempfile.TemporaryDirectory() as scratch:
-        index = DocumentIndex(Path(scratch) / "documents.sqlite3")
+        path = Path(scratch) / "documents.sqlite3"
+        index = DocumentIndex(path)
         index.add_sources("Python library reference", [pages])
         await index_collection(index, "Python library reference")
+        index.close()
         for how in hows:
             store = ChatStore(Path(scratch) / f"chats-{how}.db")
             search = "always" if how == "always" else "auto"
             settings = Settings(backend="llamacpp", url=url, document_search=search)
-            documents = index if how in ("documents", "always") else None
+            # A session closes the index it was given: each opens its own, as the app does.
+            documents = DocumentIndex(path) if how in ("documents", "always") else None
             session = Session(settings, store, SecretStore(), calibrations=calibrations,
                               documents=documents)  # fmt: skip
             session.use_provider(provider, "llamacpp")
@@ -128,7 +131,6 @@ async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int,
             print(f"{how}: calibrated, misses calls: {card.misses_calls}", flush=True)
             rows += await ask_all(session, chosen, how, pages)
             await session.close()
-        index.close()
     await base.aclose()
     return {"cards": cards, "rows": rows}
 

@@ -11,8 +11,10 @@ module's own name taken out (a person asking does not know it): "Utility functio
 copying and archiving files and directory trees." for `shutil`. The right answer is that
 module's page, `library/NAME.html`: the two texts were written separately, by Python's
 authors. A known-item search, so it reports recall@5 (the page among the top five
-passages) and MRR over the top ten, for BM25 as the app searches (and, later, embeddings
-and the hybrid).
+passages) and MRR over the top ten, for BM25 as the app searches, for the vectors of an
+embedding model alone, and for the two fused as the app fuses them. The embedding model is
+all-MiniLM-L6-v2 from PyPI, made a GGUF and served by llama-server as the app's runtime
+serves one (see `bench/embedding_model.py`); `--no-embeddings` leaves it out.
 
 Writes `bench/results/retrieval.md`.
 """
@@ -26,11 +28,17 @@ import re
 import subprocess
 import sysconfig
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.embedding_model import embedding_gguf
+from desktop.core.documents.embeddings import Embedder, EmbeddingSource
 from desktop.core.documents.index import DocumentIndex
 from desktop.core.documents.indexer import index_collection
+from desktop.core.documents.retrieval import Retriever
+from desktop.core.documents.vectors import embed_collection
+from desktop.core.runtime import embedding_server
 
 PACKAGE = "python3.11-doc"
 CACHE = Path.home() / ".cache" / "loomchat-bench" / PACKAGE
@@ -114,7 +122,9 @@ def bm25s_ranking(passages: list[tuple[str, str]]) -> Ranked:
     return ranked
 
 
-async def measure(pages: Path, asked: dict[str, str]) -> list[tuple[str, float, float]]:
+async def measure(
+    pages: Path, asked: dict[str, str], embedding_model: Path | None
+) -> list[tuple[str, float, float]]:
     with tempfile.TemporaryDirectory(prefix="loomchat-bench-retrieval-") as temp:
         index = DocumentIndex(Path(temp) / "index.sqlite3")
         index.add_sources("library", [pages])
@@ -128,18 +138,61 @@ async def measure(pages: Path, asked: dict[str, str]) -> list[tuple[str, float, 
             (f"BM25, SQLite FTS5 (the app's), {len(passages):,} passages", *scores(asked, fts5)),
             ("BM25, bm25s, the same passages", *scores(asked, bm25s_ranking(passages))),
         ]
+        if embedding_model is not None:
+            rows += await with_embeddings(index, asked, embedding_model)
         index.close()
     return rows
+
+
+async def with_embeddings(
+    index: DocumentIndex, asked: dict[str, str], model: Path
+) -> list[tuple[str, float, float]]:
+    """The passages embedded as the app embeds a collection, then each question ranked by
+    the vectors alone and by the app's hybrid."""
+    server = embedding_server(model, threads=2)
+    server.log_path = Path(tempfile.gettempdir()) / "loomchat-bench-embedding-server.log"
+    await server.start()
+    try:
+        embedder = Embedder(EmbeddingSource(server.base_url, model.stem))
+        retriever = Retriever(index, embedder)
+        started = time.perf_counter()
+        made = await embed_collection(retriever.vectors, embedder, "library")
+        seconds = time.perf_counter() - started
+        done, total = retriever.vectors.coverage(model.stem, "library")
+        print(f"embedded {made:,} passages in {seconds:.0f} s ({made / seconds:.1f}/s); "
+              f"{total - done} left to BM25", flush=True)  # fmt: skip
+        vectors = {name: (await embedder.embed([q]))[0] for name, q in asked.items()}
+        by_question = {q: vectors[name] for name, q in asked.items()}
+        fused: dict[str, list[str]] = {}
+        for question in asked.values():
+            found = await retriever.find(question, None, 10)
+            fused[question] = [Path(h.path).stem for h in found.hits]
+
+        def nearest(question: str) -> list[str]:
+            found = retriever.vectors.nearest(model.stem, by_question[question], None, 10)
+            return [Path(h.path).stem for h in found]
+
+        await embedder.aclose()
+    finally:
+        server.stop()
+    return [
+        (f"embeddings alone, {model.stem} (cosine, exact)", *scores(asked, nearest)),
+        ("hybrid: BM25 and embeddings, reciprocal-rank fusion (the app's)",
+         *scores(asked, lambda q: fused[q])),
+    ]  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, help="an unpacked library/ folder of HTML pages")
     parser.add_argument("--out", type=Path, default=Path("bench/results/retrieval.md"))
+    parser.add_argument("--embedding-model", type=Path, help="a GGUF (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--no-embeddings", action="store_true", help="BM25 only")
     args = parser.parse_args()
     pages = library_pages(args.docs)
     asked = questions(pages)
-    rows = asyncio.run(measure(pages, asked))
+    model = None if args.no_embeddings else args.embedding_model or embedding_gguf()
+    rows = asyncio.run(measure(pages, asked, model))
     table = f"{len(asked)} questions\n\n| retrieval | recall@5 | MRR@10 |\n| --- | --- | --- |\n"
     table += "".join(f"| {name} | {recall:.3f} | {mrr:.3f} |\n" for name, recall, mrr in rows)
     print(table)

@@ -241,12 +241,14 @@ class RetrievedPassage:
 @dataclass(frozen=True)
 class Retrieval:
     """What a document search did, for the inspector: the query, the collections searched
-    (empty: all), the methods used, and the passages sent, best first."""
+    (empty: all), the methods used, the passages sent (best first), and why embeddings
+    were not used where they were meant to be."""
 
     query: str
     collections: tuple[str, ...]
     methods: tuple[str, ...]
     passages: tuple[RetrievedPassage, ...]
+    note: str = ""
 
 
 @dataclass(frozen=True)

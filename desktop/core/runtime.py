@@ -359,3 +359,21 @@ class LlamaServer:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+
+# An embedding model reads one passage at a time whole (its attention runs both ways): a
+# passage's tokens fit in one batch, and in the context small embedding models are trained on.
+EMBEDDING_CONTEXT = 512
+
+
+def embedding_server(model: Path, threads: int | None = None) -> LlamaServer:
+    """llama-server answering `/v1/embeddings` with an embedding model (its pooling as the
+    model file says), apart from the chat model's server, with its own log."""
+    size = str(EMBEDDING_CONTEXT)
+    return LlamaServer(
+        model=model,
+        threads=threads,
+        context_size=EMBEDDING_CONTEXT,
+        extra_args=("--embeddings", "--batch-size", size, "--ubatch-size", size),
+        log_path=data_dir() / "logs" / "embedding-server.log",
+    )

@@ -15,9 +15,8 @@ from desktop.core.calibration.store import CalibrationStore
 from desktop.core.connection import Connection
 from desktop.core.connector import Connector
 from desktop.core.documents.index import DocumentIndex
-from desktop.core.documents.prefetch import search_first
+from desktop.core.documents.library import DocumentLibrary
 from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
-from desktop.core.documents.tool import search_documents_tool
 from desktop.core.events import Event, TextDelta
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Image, Message, MessageMeta, ToolCall
@@ -75,6 +74,7 @@ class Session:
         self._conversations: dict[int, list[Message]] = {}
         self.traces: dict[int, list[TurnTrace]] = {}
         self.documents = documents
+        self.library = DocumentLibrary(documents) if documents is not None else None
         self._take(settings)
         self.refresh_documents()
 
@@ -94,13 +94,15 @@ class Session:
         self.dedupe.cooldown_enabled = settings.cooldown_enabled
         self.dedupe.cooldown_overrides = dict(settings.cooldown_overrides)
         self.tools.collect(settings)
+        if self.library is not None:
+            self.library.take(settings)
 
     def refresh_documents(self) -> None:
         """Offer `search_documents` over the collections that have passages (none: not
         at all). One quick query: call it after indexing, not per turn."""
         self.tools.extra = [t for t in self.tools.extra if t.name != SEARCH_DOCUMENTS]
-        if self.documents is not None and (searched := self.documents.searchable()):
-            self.tools.extra.append(search_documents_tool(self.documents, searched))
+        if self.library is not None and (tool := self.library.tool()) is not None:
+            self.tools.extra.append(tool)
         self.tools.collect(self.settings)
 
     def set_dark(self, dark: bool) -> None:
@@ -179,8 +181,8 @@ class Session:
         await self.backend.close()
         await self.tools.mcp.close()
         self.store.close()
-        if self.documents is not None:
-            self.documents.close()
+        if self.library is not None:
+            await self.library.close()
 
     # --- conversations and turns -------------------------------------------------------
 
@@ -232,13 +234,7 @@ class Session:
 
     def question_of(self, conversation_id: int, seq: int) -> int:
         """The person's message that the answer at `seq` (or `seq` itself) answers."""
-        question = None
-        for at, message in self.store.messages(conversation_id):
-            if at > seq:
-                break
-            if message.role == "user" and not message.from_the_loop:
-                question = at
-        if question is None:
+        if (question := self.store.question_of(conversation_id, seq)) is None:
             raise ProviderError("There is no question before that message to answer again.")
         return question
 
@@ -359,9 +355,10 @@ class Session:
         if offer.selected:
             trace.offer = offer.to_dict()
         tools_on = preset is None or preset.tools
-        if user is not None and tools_on and self.documents is not None:
-            mode, card = self.settings.document_search, self.calibration
-            searched = search_first(self.documents, text, conversation, offer.tools, mode, card)
+        if user is not None and tools_on and self.library is not None:
+            searched = self.library.searched_first(
+                text, conversation, offer.tools, self.settings, self.calibration
+            )
             async for event in searched:
                 trace.record(event)  # before the first request: the trace keeps it apart
                 yield event

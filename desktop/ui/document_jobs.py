@@ -9,8 +9,10 @@ import logging
 
 from PySide6.QtCore import QObject, Signal
 
+from desktop.core.documents.embeddings import EmbeddingError
 from desktop.core.documents.index import DocumentIndex, DocumentsError
 from desktop.core.documents.indexer import IndexProgress, IndexReport, index_collection
+from desktop.core.documents.vectors import EmbedProgress, embed_collection
 from desktop.core.session import Session
 from desktop.ui.tasks import Tasks
 
@@ -18,9 +20,11 @@ log = logging.getLogger(__name__)
 
 
 class DocumentJobs(QObject):
-    """`progress`: the running collection's IndexProgress; `finished`: a collection's name
-    and its IndexReport (or None with a message, if it failed); `changed`: the collections
-    or their passages changed (the tool offered follows)."""
+    """`progress`: the running collection's IndexProgress, then its EmbedProgress while its
+    passages are given vectors (when the settings choose an embedding model); `finished`: a
+    collection's name, its IndexReport (or None if it failed) and a message (why it failed,
+    or what became of the vectors); `changed`: the collections or their passages changed
+    (the tool offered follows)."""
 
     progress = Signal(object)
     finished = Signal(str, object, str)
@@ -33,7 +37,7 @@ class DocumentJobs(QObject):
         self.tasks = tasks
         self.waiting: list[str] = []
         self.running: str | None = None
-        self.last: IndexProgress | None = None
+        self.last: IndexProgress | EmbedProgress | None = None
         self._task: asyncio.Task[None] | None = None
 
     def update(self, *names: str) -> None:
@@ -67,7 +71,7 @@ class DocumentJobs(QObject):
                 report: IndexReport | None = await index_collection(
                     self.index, name, self._progressed
                 )
-                message = ""
+                message = await self._embed(name)
             except DocumentsError as exc:  # removed meanwhile
                 report, message = None, str(exc)
             except asyncio.CancelledError:
@@ -83,6 +87,27 @@ class DocumentJobs(QObject):
             self.finished.emit(name, report, message)
             self.changed.emit()
 
-    def _progressed(self, progress: IndexProgress) -> None:
+    async def _embed(self, name: str) -> str:
+        """Vectors for the collection's passages that have none, when the settings choose an
+        embedding model: what became of them, in words for the status line."""
+        library, settings = self.session.library, self.session.settings
+        if library is None or settings.embeddings == "none":
+            return ""
+        connection = self.session.connection
+        try:
+            embedder = await library.prepare_embeddings(
+                settings, connection.backend, connection.url
+            )
+            if embedder is None:
+                return ""
+            made = await embed_collection(
+                library.retriever.vectors, embedder, name, self._progressed
+            )
+        except EmbeddingError as exc:
+            return f"No vectors: {exc} The search goes on by words alone."
+        model = embedder.source.model
+        return f"{made:,} passages given vectors by {model}." if made else ""
+
+    def _progressed(self, progress: IndexProgress | EmbedProgress) -> None:
         self.last = progress
         self.progress.emit(progress)

@@ -5,7 +5,9 @@ indexing goes on in the background while the person chats, and after the dialog 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
+from typing import assert_never
 
 import shiboken6
 from PySide6.QtCore import Qt
@@ -28,11 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.core.documents.embedding_service import vectors_model
 from desktop.core.documents.index import CollectionInfo, DocumentsError, Hit
 from desktop.core.documents.indexer import IndexProgress, IndexReport
 from desktop.core.documents.tool import NAME, where
+from desktop.core.documents.vectors import EmbedProgress
 from desktop.ui.accessible import describe
 from desktop.ui.document_jobs import DocumentJobs
+from desktop.ui.embeddings_chooser import EmbeddingsChooser
 
 SEARCH_SHOWN = 8
 
@@ -120,8 +125,14 @@ class DocumentsDialog(QDialog):
         splitter.setSizes([220, 680])
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         close.rejected.connect(self.reject)
+        self.search_by = EmbeddingsChooser(jobs.session.settings)
+        self.search_by.chosen.connect(self._search_by)
+        search_by = QHBoxLayout()
+        search_by.addWidget(QLabel("Search by:"))
+        search_by.addWidget(self.search_by, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
+        layout.addLayout(search_by)
         layout.addWidget(splitter, 1)
         layout.addWidget(close)
 
@@ -170,17 +181,37 @@ class DocumentsDialog(QDialog):
     async def _load(self, name: str) -> None:
         try:
             info = await asyncio.to_thread(self.index.info, name)
+            uses = await asyncio.to_thread(self._searched_by, name)
         except DocumentsError:
             return  # removed meanwhile
         if shiboken6.isValid(self) and self.chosen == name:
             self.sources.clear()
             self.problems.clear()
-            self._show_info(info)
+            self._show_info(info, uses)
 
-    def _show_info(self, info: CollectionInfo) -> None:
+    def _searched_by(self, name: str) -> str:
+        """What the search uses on the collection, as the person chose it (blocking)."""
+        settings, library = self.jobs.session.settings, self.jobs.session.library
+        model = vectors_model(settings.embeddings, settings.embedding_model)
+        if library is None or not model:
+            return "Searched by its words (BM25)."
+        done, total = library.retriever.vectors.coverage(model, name)
+        return (f"Searched by its words and by meaning: {done:,} of {total:,} passages have "
+                f"vectors from {model}.")  # fmt: skip
+
+    def _search_by(self, choice: str, model: str) -> None:
+        session = self.jobs.session
+        if (session.settings.embeddings, session.settings.embedding_model) == (choice, model):
+            return
+        session.apply_settings(replace(session.settings, embeddings=choice, embedding_model=model))
+        self.jobs.update()  # every collection's passages given vectors by the new model
+        self._show(self.chosen or "")
+
+    def _show_info(self, info: CollectionInfo, uses: str) -> None:
         pages = f"{info.pages:,} pages, " if info.pages else ""
         self.summary.setText(
-            f"<b>{_escaped(info.name)}</b> — {info.files:,} files, {pages}{info.chunks:,} passages"
+            f"<b>{_escaped(info.name)}</b> — {info.files:,} files, {pages}{info.chunks:,} "
+            f"passages<br>{_escaped(uses)}"
         )
         self.sources.addItems(list(info.sources))
         for path, problem in info.problems:
@@ -189,7 +220,7 @@ class DocumentsDialog(QDialog):
             self.problems.addTopLevelItem(item)
         self.problems.resizeColumnToContents(0)
 
-    def _show_progress(self, progress: IndexProgress | None) -> None:
+    def _show_progress(self, progress: IndexProgress | EmbedProgress | None) -> None:
         running = progress is not None and self.jobs.running == self.chosen
         self.update_button.setText("Stop" if running else "Update now")
         if progress is None or not running:
@@ -197,14 +228,25 @@ class DocumentsDialog(QDialog):
             self.progress.setValue(1 if self.chosen else 0)
             self.progress.setFormat("Up to date" if self.chosen else "")
             return
-        self.progress.setRange(0, max(progress.files_total, 1))
-        self.progress.setValue(progress.files_done)
-        self.progress.setFormat(f"{progress.files_done:,} of {progress.files_total:,} files")
-        left = progress.seconds_left
-        eta = f", about {_duration(left)} left" if left is not None else ""
-        self.status.setText(f"Indexing: {progress.pages:,} pages read{eta}.")
+        match progress:
+            case IndexProgress():
+                self.progress.setRange(0, max(progress.files_total, 1))
+                self.progress.setValue(progress.files_done)
+                self.progress.setFormat(
+                    f"{progress.files_done:,} of {progress.files_total:,} files"
+                )
+                left = progress.seconds_left
+                eta = f", about {_duration(left)} left" if left is not None else ""
+                self.status.setText(f"Indexing: {progress.pages:,} pages read{eta}.")
+            case EmbedProgress():
+                self.progress.setRange(0, max(progress.total, 1))
+                self.progress.setValue(progress.done)
+                self.progress.setFormat(f"{progress.done:,} of {progress.total:,} passages")
+                self.status.setText("Giving the passages vectors, to search by meaning too.")
+            case _:
+                assert_never(progress)
 
-    def _progressed(self, progress: IndexProgress) -> None:
+    def _progressed(self, progress: IndexProgress | EmbedProgress) -> None:
         if progress.collection == self.chosen:
             self._show_progress(progress)
 
@@ -217,6 +259,7 @@ class DocumentsDialog(QDialog):
             self.status.setText(
                 f"Updated: {report.added} added, {report.updated} changed, {report.removed} "
                 f"removed, {report.unchanged} unchanged, {len(report.problems)} could not be read."
+                + (f" {message}" if message else "")
             )
 
     # --- actions -------------------------------------------------------------------

@@ -157,7 +157,10 @@ def _retrieval_row(retrieval: Retrieval) -> tuple[str, str]:
     """A document search: its query, where it looked, and each passage's scores."""
     methods = " + ".join(retrieval.methods)
     where = ", ".join(retrieval.collections) or "every collection"
-    lines = [f"query: {retrieval.query!r}", f"searched: {where}", f"ranked by: {methods}", ""]
+    lines = [f"query: {retrieval.query!r}", f"searched: {where}", f"ranked by: {methods}"]
+    if retrieval.note:
+        lines.append(f"not by meaning: {retrieval.note}")
+    lines.append("")
     for number, passage in enumerate(retrieval.passages, 1):
         scores = "  ".join(f"{method} {score:.4g}" for method, score in passage.scores.items())
         lines.append(f"[{number}] {scores}\n    {passage.where}\n    {passage.path}")

@@ -3,7 +3,10 @@ in the background with progress, the unreadable files listed, a search tried."""
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +110,61 @@ def test_an_answers_citations_link_to_the_passages_files(
     assert conversation is not None
     window.open_conversation(conversation)  # read back from the stored conversation
     assert f"({SCHEME}:1)" in shown()
+
+
+class EmbeddingHandler(BaseHTTPRequestHandler):
+    """A server's /v1/embeddings on a thread of its own (the window's loop runs the app)."""
+
+    def do_POST(self) -> None:
+        from tests.core.documents.test_embeddings import toy_vector
+
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        data = [{"embedding": toy_vector(t), "index": i, "object": "embedding"}
+                for i, t in enumerate(texts)]  # fmt: skip
+        body = json.dumps({"object": "list", "data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_searching_by_meaning_gives_the_passages_vectors_and_says_so(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "boat.md").write_text("# Boat\nThe kayak is kept in the blue shed.\n")
+    (folder / "money.md").write_text("# Money\nSend the tax invoice in March.\n")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        window, _ = make_window([])
+        session = window.session
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        session.connection = replace(session.connection, backend="llamacpp", url=url)
+        window.open_documents()
+        dialog = window.findChild(DocumentsDialog)
+        assert dialog is not None and not dialog.search_by.model.isVisible()
+        dialog.add_sources("Notes", [folder])
+        qtbot.waitUntil(lambda: "by its words (BM25)" in dialog.summary.text(), timeout=30000)
+
+        dialog.search_by.choice.setCurrentIndex(dialog.search_by.choice.findData("server"))
+        assert dialog.search_by.model.isVisible() and session.settings.embeddings == "none"
+        dialog.search_by.model.setText("toy")
+        dialog.search_by.model.editingFinished.emit()
+        assert (session.settings.embeddings, session.settings.embedding_model) == ("server", "toy")
+        qtbot.waitUntil(lambda: "given vectors by toy" in dialog.status.text(), timeout=30000)
+        dialog._show("Notes")
+        qtbot.waitUntil(lambda: "2 of 2 passages have vectors from toy" in dialog.summary.text(),
+                        timeout=5000)  # fmt: skip
+        library = session.library
+        assert library is not None and library.retriever.embedder is not None
+    finally:
+        server.shutdown()
+        server.server_close()

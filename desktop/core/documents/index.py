@@ -12,7 +12,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,10 @@ CREATE TRIGGER IF NOT EXISTS chunk_added AFTER INSERT ON chunks BEGIN
 CREATE TRIGGER IF NOT EXISTS chunk_removed AFTER DELETE ON chunks BEGIN
     INSERT INTO passages(passages, rowid, text, heading)
     VALUES ('delete', old.id, old.text, old.heading); END;
+CREATE TABLE IF NOT EXISTS vectors (
+    chunk INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, chunk));
+CREATE INDEX IF NOT EXISTS vectors_of_chunk ON vectors(chunk);
 """
 # The words of a query searched for, at most: a pasted page is not a query.
 MAX_QUERY_WORDS = 32
@@ -55,6 +60,14 @@ MAX_QUERY_WORDS = 32
 # under it.
 _RANK = "bm25(passages, 1.0, 0.5)"
 _WORD = re.compile(r"\w+")
+# What a Hit is read from, for the searches here and the vector search.
+HIT_COLUMNS = (
+    "chunks.id, collections.name, files.path, chunks.page, chunks.heading, chunks.start, "
+    "chunks.end, chunks.text"
+)
+HIT_JOINS = (
+    "JOIN files ON files.id = chunks.file JOIN collections ON collections.id = files.collection"
+)
 DAMAGED = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
 
 
@@ -124,6 +137,13 @@ class DocumentIndex:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    @contextmanager
+    def locked(self) -> Iterator[sqlite3.Connection]:
+        """The connection under the index's lock: for the vectors, kept in the same file so
+        that a passage's vector goes with it."""
+        with self._lock:
+            yield self._db
 
     # --- collections ---------------------------------------------------------------
 
@@ -266,10 +286,8 @@ class DocumentIndex:
             where += f" AND collections.name IN ({', '.join('?' * len(collections))})"
             arguments += list(collections)
         sql = (
-            f"SELECT chunks.id, collections.name, files.path, chunks.page, chunks.heading, "
-            f"chunks.start, chunks.end, chunks.text, {_RANK} AS rank FROM passages "
-            "JOIN chunks ON chunks.id = passages.rowid JOIN files ON files.id = chunks.file "
-            "JOIN collections ON collections.id = files.collection "
+            f"SELECT {HIT_COLUMNS}, {_RANK} AS rank FROM passages "
+            f"JOIN chunks ON chunks.id = passages.rowid {HIT_JOINS} "
             f"WHERE {where} ORDER BY rank LIMIT ?"
         )
         with self._lock:

@@ -5,12 +5,11 @@ them as a tool card and the model reads them as it would its own call's result."
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import Literal, Protocol
 
-from desktop.core.documents.index import DocumentIndex
+from desktop.core.documents.retrieval import Retriever
 from desktop.core.documents.tool import NAME, PASSAGES, passages_text, retrieval_of
 from desktop.core.events import Event, ToolCallParsed, ToolResult, ToolStarted
 from desktop.core.messages import Message, MessageMeta, ToolCall, new_call_id
@@ -37,7 +36,7 @@ def searches_first(mode: str, card: Card | None) -> bool:
 
 
 async def search_first(
-    index: DocumentIndex,
+    retriever: Retriever,
     question: str,
     conversation: list[Message],
     offered: Sequence[ToolSpec],
@@ -51,15 +50,14 @@ async def search_first(
         return
     started = time.perf_counter()
     query = question.strip()[:MAX_QUERY_CHARS]
-    hits = await asyncio.to_thread(index.search, query, None, PASSAGES) if query else []
-    if not hits:
+    if not query or not (found := await retriever.find(query, None, PASSAGES)).hits:
         return
     call = ToolCall(new_call_id(), NAME, {"query": query})
-    content = passages_text(query, hits)
+    content = passages_text(query, found.hits)
     elapsed = (time.perf_counter() - started) * 1000
     yield ToolCallParsed(0, call.id, call.name, call.arguments)
     yield ToolStarted(0, call.id, call.name)
     conversation.append(Message.assistant("", [call]))
     conversation.append(Message.tool(call.id, NAME, content, meta=MessageMeta(duration_ms=elapsed)))
-    retrieval = retrieval_of(query, None, hits)
+    retrieval = retrieval_of(query, None, found)
     yield ToolResult(0, call.id, call.name, content, duration_ms=elapsed, retrieval=retrieval)

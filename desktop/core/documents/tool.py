@@ -4,14 +4,14 @@ nothing inside it can close: a passage is material to answer from, never an inst
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.core.documents.index import DocumentIndex, Hit
+from desktop.core.documents.index import Hit
+from desktop.core.documents.retrieval import Found, Retriever
 from desktop.core.events import Retrieval, RetrievedPassage
 from desktop.core.messages import fenced
 from desktop.core.tool_spec import Example
@@ -71,22 +71,23 @@ def passages_text(query: str, hits: list[Hit]) -> str:
     return "\n".join(lines)
 
 
-def retrieval_of(query: str, collections: Sequence[str] | None, hits: list[Hit]) -> Retrieval:
+def retrieval_of(query: str, collections: Sequence[str] | None, found: Found) -> Retrieval:
     """The inspector's record of a search: what was asked where, and each passage's scores."""
-    methods = tuple(dict.fromkeys(method for hit in hits for method in hit.scores)) or ("bm25",)
-    passages = tuple(RetrievedPassage(where(hit), hit.path, dict(hit.scores)) for hit in hits)
-    return Retrieval(query, tuple(collections or ()), methods, passages)
+    passages = tuple(RetrievedPassage(where(h), h.path, dict(h.scores)) for h in found.hits)
+    return Retrieval(query, tuple(collections or ()), found.methods, passages, found.note)
 
 
-def search_documents_tool(index: DocumentIndex, collections: list[str]) -> Tool:
+def search_documents_tool(retriever: Retriever, collections: list[str]) -> Tool:
     """The tool over `collections` (their names, as the index has them)."""
 
     async def search(arguments: dict[str, Any]) -> ToolOutput:
         query = str(arguments["query"])
         chosen = arguments.get("collection")
         among = [chosen] if chosen in collections else collections
-        hits = await asyncio.to_thread(index.search, query, among, PASSAGES)
-        return ToolOutput(passages_text(query, hits), retrieval=retrieval_of(query, among, hits))
+        found = await retriever.find(query, among, PASSAGES)
+        return ToolOutput(
+            passages_text(query, found.hits), retrieval=retrieval_of(query, among, found)
+        )
 
     properties: dict[str, Any] = {
         "query": {

@@ -143,6 +143,17 @@ class ChatStore:
             ).fetchone()
         return int(row[0])
 
+    def question_of(self, conversation_id: int, seq: int) -> int | None:
+        """The person's message that the answer at `seq` (or `seq` itself) answers, on the
+        shown branch; None when no question comes before it."""
+        question = None
+        for at, message in self.messages(conversation_id):
+            if at > seq:
+                break
+            if message.role == "user" and not message.from_the_loop:
+                question = at
+        return question
+
     def messages(
         self, conversation_id: int, *, last: int | None = None, before_seq: int | None = None
     ) -> list[tuple[int, Message]]:

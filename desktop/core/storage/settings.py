@@ -40,6 +40,8 @@ SCHEMA: dict[str, Any] = {
         "theme": {"enum": ["system", "light", "dark"]},
         "font_size": {"type": "integer", "minimum": 0, "maximum": 40},
         "document_search": {"enum": ["auto", "tool", "always"]},
+        "embeddings": {"enum": ["none", "runtime", "server"]},
+        "embedding_model": {"type": "string"},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -78,6 +80,10 @@ class Settings:
     font_size: int = 0  # points; 0: the desktop's
     # When the documents are searched: see core/documents/prefetch.py.
     document_search: str = "auto"
+    # Vectors for the documents too (core/documents/embedding_service.py): "none", "runtime"
+    # (`embedding_model` a GGUF file Loomchat runs), "server" (a model on the backend).
+    embeddings: str = "none"
+    embedding_model: str = ""
 
     def tool_enabled(self, name: str) -> bool:
         return self.tools_enabled.get(name, True)

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from desktop.core.documents.chunks import Chunk
 from desktop.core.documents.index import DocumentIndex, Hit
+from desktop.core.documents.retrieval import Retriever
 from desktop.core.documents.tool import NAME, passages_text, search_documents_tool
 from desktop.core.messages import ToolCall
 from desktop.core.tools.toolbox import Toolbox
@@ -29,7 +30,7 @@ async def test_the_tool_searches_the_collections_it_was_made_for(tmp_path: Path)
     for name, text in (("notes", "Backups run nightly."), ("work", "Backups go to tape.")):
         index.add_sources(name, [tmp_path])
         index.store(name, f"/{name}.md", 1, 1, "h", 0, [Chunk(text, 0, 0, len(text))])
-    tool = search_documents_tool(index, ["notes", "work"])
+    tool = search_documents_tool(Retriever(index), ["notes", "work"])
     assert tool.parameters["properties"]["collection"]["enum"] == ["notes", "work"]
     box = Toolbox([tool])
     call = ToolCall("c1", NAME, {"query": "backups", "collection": "work"})
@@ -37,7 +38,7 @@ async def test_the_tool_searches_the_collections_it_was_made_for(tmp_path: Path)
     assert "tape" in outcome.content and "nightly" not in outcome.content
     both = await box.run(ToolCall("c2", NAME, {"query": "backups"}))
     assert "tape" in both.content and "nightly" in both.content
-    single = search_documents_tool(index, ["notes"])
+    single = search_documents_tool(Retriever(index), ["notes"])
     assert "collection" not in single.parameters["properties"]
 
 
