@@ -352,12 +352,15 @@ class Session:
             return approver is not None and await approver(call, tool)
 
         offer = self.offer(conversation, text)
+        collections = preset.collections if preset is not None else None
+        if self.library is not None:  # the preset's collections alone
+            offer = self.library.narrowed(offer, collections)
         if offer.selected:
             trace.offer = offer.to_dict()
         tools_on = preset is None or preset.tools
         if user is not None and tools_on and self.library is not None:
             searched = self.library.searched_first(
-                text, conversation, offer.tools, self.settings, self.calibration
+                text, conversation, offer.tools, self.settings, self.calibration, collections
             )
             async for event in searched:
                 trace.record(event)  # before the first request: the trace keeps it apart

@@ -306,7 +306,8 @@ class MainWindow(QMainWindow):
             dialog.show()
 
     def open_presets(self) -> None:
-        dialog = PresetsDialog(self.session.presets.copy(), self)
+        names = self.session.documents.names() if self.session.documents else []
+        dialog = PresetsDialog(self.session.presets.copy(), self, names)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.session.presets = dialog.book
             self.pane.show_header()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -16,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
+    QListWidgetItem,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
@@ -39,8 +42,11 @@ TRACK_NAMES = {"": "The connection's", "emulated": "Emulated", "native": "Native
 class PresetsDialog(QDialog):
     """Edits `book` in place; saved when the dialog is accepted."""
 
-    def __init__(self, book: PresetBook, parent: QWidget | None = None) -> None:
+    def __init__(self, book: PresetBook, parent: QWidget | None = None,
+                 collections: Sequence[str] = ()) -> None:  # fmt: skip
+        """`collections`: the document collections there are, to choose among."""
         super().__init__(parent)
+        self.known_collections = list(collections)
         self.setWindowTitle("Presets")
         self.resize(720, 440)
         self.book = book
@@ -69,6 +75,17 @@ class PresetsDialog(QDialog):
                  "Tool calling track")  # fmt: skip
         for track in TRACKS:
             self.track.addItem(TRACK_NAMES[track], track)
+        self.every_collection = QCheckBox("Every collection")
+        describe(self.every_collection, "Search all your document collections in these "
+                 "conversations, or only those ticked below")  # fmt: skip
+        self.collections = QListWidget()
+        self.collections.setMaximumHeight(90)
+        describe(self.collections, "The document collections these conversations search",
+                 "Collections")  # fmt: skip
+        self.every_collection.toggled.connect(lambda every: self.collections.setEnabled(not every))
+        documents = QVBoxLayout()
+        documents.addWidget(self.every_collection)
+        documents.addWidget(self.collections)
         self.default = QLabel()
         form = QFormLayout()
         form.addRow("Name", self.name)
@@ -79,6 +96,7 @@ class PresetsDialog(QDialog):
         form.addRow("Temperature", temperature)
         form.addRow("Tools", self.tools)
         form.addRow("Track", self.track)
+        form.addRow("Documents", documents)
         form.addRow("", self.default)
 
         actions = QHBoxLayout()
@@ -134,6 +152,7 @@ class PresetsDialog(QDialog):
         self.temperature.setValue(preset.temperature if preset.temperature is not None else 0.7)
         self.tools.setChecked(preset.tools)
         self.track.setCurrentIndex(max(self.track.findData(preset.track), 0))
+        self._show_collections(preset.collections)
         default = name == self.book.default
         self.default.setText("The default for new conversations." if default else "")
 
@@ -149,7 +168,7 @@ class PresetsDialog(QDialog):
         chosen = [t for t in TRACKS if t == self.track.currentData()]
         track: PresetTrack = chosen[0] if chosen else ""
         preset = Preset(name, self.system_prompt.toPlainText().strip(), temperature,
-                        self.tools.isChecked(), track)  # fmt: skip
+                        self.tools.isChecked(), track, self._chosen_collections())  # fmt: skip
         try:
             self.book.put(preset, replacing=self.shown)
         except LoomchatError as exc:
@@ -161,6 +180,26 @@ class PresetsDialog(QDialog):
             if item is not None:
                 item.setText(name)
         return True
+
+    def _show_collections(self, chosen: tuple[str, ...] | None) -> None:
+        """The collections there are (and any the preset names that is gone), ticked as
+        the preset has them."""
+        self.collections.clear()
+        for name in dict.fromkeys([*self.known_collections, *(chosen or ())]):
+            item = QListWidgetItem(name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            ticked = chosen is not None and name in chosen
+            item.setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+            self.collections.addItem(item)
+        self.every_collection.setChecked(chosen is None)
+        self.collections.setEnabled(chosen is not None)
+
+    def _chosen_collections(self) -> tuple[str, ...] | None:
+        if self.every_collection.isChecked():
+            return None
+        items = [self.collections.item(row) for row in range(self.collections.count())]
+        return tuple(i.text() for i in items
+                     if i is not None and i.checkState() == Qt.CheckState.Checked)  # fmt: skip
 
     def new_preset(self) -> None:
         if not self.keep():

@@ -86,3 +86,21 @@ def test_a_bad_import_and_an_empty_name_are_said(qtbot: Any, tmp_path: Path) -> 
     dialog.name.setText("  ")
     dialog.accept()
     assert dialog.message.text() == "A preset needs a name." and dialog.result() == 0
+
+
+def test_a_preset_searches_the_collections_ticked(qtbot: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import Qt
+
+    book = PresetBook.load(tmp_path / "presets.json")
+    dialog = PresetsDialog(book.copy(), None, ["Contracts", "Manuals"])
+    qtbot.addWidget(dialog)
+    dialog.new_preset()
+    dialog.name.setText("Work")
+    assert dialog.every_collection.isChecked() and not dialog.collections.isEnabled()
+    dialog.every_collection.setChecked(False)
+    manuals = dialog.collections.item(1)
+    assert manuals is not None and manuals.text() == "Manuals"
+    manuals.setCheckState(Qt.CheckState.Checked)
+    dialog.accept()
+    work = PresetBook.load(tmp_path / "presets.json").get("Work")
+    assert work is not None and work.collections == ("Manuals",)

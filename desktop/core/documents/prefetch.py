@@ -42,15 +42,16 @@ async def search_first(
     offered: Sequence[ToolSpec],
     mode: str,
     card: Card | None,
+    collections: Sequence[str] | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Where the turn offers search_documents and `mode` and the card say so: the
-    passages for `question`, added to `conversation` as a call and its result (and said as
-    their events); nothing where no passage matches."""
+    passages for `question` in `collections` (None: every one), added to `conversation` as
+    a call and its result (and said as their events); nothing where no passage matches."""
     if NAME not in {t.name for t in offered} or not searches_first(mode, card):
         return
     started = time.perf_counter()
     query = question.strip()[:MAX_QUERY_CHARS]
-    if not query or not (found := await retriever.find(query, None, PASSAGES)).hits:
+    if not query or not (found := await retriever.find(query, collections, PASSAGES)).hits:
         return
     call = ToolCall(new_call_id(), NAME, {"query": query})
     content = passages_text(query, found.hits)
@@ -59,5 +60,5 @@ async def search_first(
     yield ToolStarted(0, call.id, call.name)
     conversation.append(Message.assistant("", [call]))
     conversation.append(Message.tool(call.id, NAME, content, meta=MessageMeta(duration_ms=elapsed)))
-    retrieval = retrieval_of(query, None, found)
+    retrieval = retrieval_of(query, collections, found)
     yield ToolResult(0, call.id, call.name, content, duration_ms=elapsed, retrieval=retrieval)

@@ -1,6 +1,6 @@
-"""Presets: a name, a system prompt, a temperature, tools on or off, a track; kept in the
-data folder's `presets.json`, one of them the default for new conversations. A preset
-travels as a JSON file of its own (import, export).
+"""Presets: a name, a system prompt, a temperature, tools on or off, a track, the document
+collections searched; kept in the data folder's `presets.json`, one of them the default for new
+conversations. A preset travels as a JSON file of its own (import, export).
 
 The file is read preset by preset: one that breaks the schema is left out, the others are
 used. A file that could not be read whole is set aside under a new name, and said so, so
@@ -35,6 +35,11 @@ _PRESET_SCHEMA: dict[str, Any] = {
         "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
         "tools": {"type": "boolean"},
         "track": {"enum": list(TRACKS)},
+        "collections": {
+            "type": ["array", "null"],
+            "items": {"type": "string", "maxLength": 200},
+            "maxItems": 1000,
+        },
     },
 }
 _FILE_SCHEMA: dict[str, Any] = {
@@ -60,15 +65,23 @@ class Preset:
     temperature: float | None = None  # None: the settings' (or the server's)
     tools: bool = True
     track: PresetTrack = ""  # "": the connection's track
+    # The document collections its conversations search (by name); None: every one.
+    collections: tuple[str, ...] | None = None
 
     @classmethod
     def from_dict(cls, data: Any) -> Preset:
         """The preset, or `PresetError` saying which of its values breaks the rules."""
         _check(data)
-        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
+        known = {k: v for k, v in data.items() if k in _FIELDS}
+        if isinstance(known.get("collections"), list):
+            known["collections"] = tuple(known["collections"])
+        return cls(**known)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.collections is not None:
+            data["collections"] = list(self.collections)
+        return data
 
 
 def _check(data: Any, schema: dict[str, Any] = _PRESET_SCHEMA) -> None:

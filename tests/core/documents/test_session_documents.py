@@ -96,3 +96,32 @@ async def test_a_model_that_misses_calls_gets_the_passages_before_it_answers(
     assert not searches_first("auto", sure) and not searches_first("tool", weak)
     assert searches_first("always", sure)
     await session.close()
+
+
+async def test_a_presets_collections_are_the_only_ones_searched(tmp_path: Path) -> None:
+    from desktop.core.storage.presets import Preset
+
+    index = DocumentIndex(tmp_path / "index.sqlite3")
+    for name, text in (("home", "# Kayak\nThe kayak is in the shed."),
+                       ("work", "# Kayak\nThe office kayak is in the lobby.")):  # fmt: skip
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "kayak.md").write_text(text)
+        index.add_sources(name, [folder])
+        await index_collection(index, name)
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(document_search="always"), store, SecretStore(), documents=index)
+    session.presets.put(Preset("Work", collections=("work",)))
+    provider = ScriptedProvider([Step(chunks=["In the lobby [1]."])])
+    session.use_provider(provider)
+    conversation = store.create_conversation("chat")
+    work = session.presets.get("Work")
+    assert work is not None
+    session.use_preset(conversation, work)
+    events = [e async for e in session.send(conversation, "Where is the kayak?")]
+    (searched,) = [e for e in events if isinstance(e, ToolResult)]
+    assert "lobby" in searched.content and "shed" not in searched.content
+    assert searched.retrieval is not None and searched.retrieval.collections == ("work",)
+    prompt = provider.requests[0].messages[0].text  # the emulated track's tool block
+    assert NAME in prompt and '"collection"' not in prompt  # one collection left: no choice
+    await session.close()

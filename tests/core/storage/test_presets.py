@@ -88,3 +88,25 @@ def test_a_hand_edited_file_with_twins_and_no_default_still_works(tmp_path: Path
     ]}))  # fmt: skip
     book = PresetBook.load(path)
     assert [p.system_prompt for p in book.presets] == ["first"] and book.default == "A"
+
+
+def test_a_preset_names_the_collections_it_searches_and_old_files_search_all(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "presets.json"
+    # As the code before collections wrote it: no "collections" key.
+    old = {"version": 1, "default": "Plain",
+           "presets": [{"name": "Plain", "system_prompt": "", "temperature": None,
+                        "tools": True, "track": ""}]}  # fmt: skip
+    path.write_text(json.dumps(old))
+    book = PresetBook.load(path)
+    plain = book.get("Plain")
+    assert plain is not None and plain.collections is None and book.problem is None
+    work = Preset("Work", collections=("Manuals", "Contracts"))
+    book.put(work)
+    book.save()
+    saved = json.loads(path.read_text())["presets"]
+    assert saved[-1]["collections"] == ["Manuals", "Contracts"]
+    assert PresetBook.load(path).get("Work") == work
+    with pytest.raises(PresetError, match="collections"):
+        Preset.from_dict({"name": "x", "collections": "Manuals"})
