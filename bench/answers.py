@@ -36,7 +36,7 @@ from desktop.core.calibration.store import CalibrationStore
 from desktop.core.documents.formats import sections_of
 from desktop.core.documents.index import DocumentIndex
 from desktop.core.documents.indexer import index_collection
-from desktop.core.documents.tool import NAME, cited_sources
+from desktop.core.documents.tool import NAME
 from desktop.core.events import ToolResult, TurnFailed, TurnFinished
 from desktop.core.messages import fenced
 from desktop.core.providers.probing import CapabilityCache
@@ -65,9 +65,9 @@ async def answer(session: Session, text: str) -> tuple[str, dict[int, str], floa
     started = time.perf_counter()
     async for event in session.send(conversation, text):
         match event:
-            case ToolResult() if event.name == NAME and event.error is None:
-                found = cited_sources(event.content)
-                sources = {n: Path(s.path).stem for n, s in found.items()}
+            case ToolResult() if event.name == NAME and event.retrieval is not None:
+                found = enumerate(event.retrieval.sources(), 1)
+                sources = {n: Path(s.path).stem for n, s in found}
             case TurnFinished():
                 final = event.text
             case TurnFailed():

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, get_args
 
-from desktop.core.messages import Image, ToolCall
+from desktop.core.messages import Image, Source, ToolCall
 
 # --- what a provider yields ---------------------------------------------------------------
 
@@ -236,6 +236,7 @@ class RetrievedPassage:
     where: str
     path: str
     scores: dict[str, float]
+    page: int | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,10 @@ class Retrieval:
     methods: tuple[str, ...]
     passages: tuple[RetrievedPassage, ...]
     note: str = ""
+
+    def sources(self) -> tuple[Source, ...]:
+        """What the answer's citations [1], [2]... point at, in the passages' order."""
+        return tuple(Source(p.path, p.page, p.where) for p in self.passages)
 
 
 @dataclass(frozen=True)

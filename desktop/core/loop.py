@@ -270,6 +270,8 @@ async def _run_calls(toolbox: Toolbox, vision: bool, step: _Step) -> AsyncGenera
             if isinstance(result, ToolStarted):
                 continue
             meta = MessageMeta(result.duration_ms, result.error, tuple(result.images))
+            if result.retrieval is not None:  # kept for the answer's citations, not sent
+                meta = replace(meta, sources=result.retrieval.sources())
             content = result.content
             if result.images and not vision:
                 # Said where it reads naturally: a separate note about what the model

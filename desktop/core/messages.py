@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -151,10 +151,28 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Source:
+    """What a citation [n] in an answer points at: a file, and its page where it has pages,
+    with where in it as a person reads it ("manual.pdf, page 4 — Setup")."""
+
+    path: str
+    page: int | None
+    where: str
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Source | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+            return None
+        page, where = raw.get("page"), raw.get("where")
+        return cls(raw["path"], _int_or_none(page), where if isinstance(where, str) else "")
+
+
+@dataclass(frozen=True)
 class MessageMeta:
     """What the app keeps about a message and never sends to a model. On a tool message:
     how long the call took, its error, its images (for the card) and whether they went to
-    the model, or (`stage`) which check refused the call. On a user message the loop
+    the model, or (`stage`) which check refused the call, and a document search's
+    `sources` (numbered from 1, as its text cites them). On a user message the loop
     wrote: how many tool images it carries, or notes on calls that could not be read. On
     an answer: that it was stopped before its end. Stored as the JSON object it always was
     (`to_dict`); keys a newer version wrote are kept as they are (`other`)."""
@@ -167,6 +185,7 @@ class MessageMeta:
     tool_images: int | None = None
     step_notes: int | None = None
     stopped: bool = False
+    sources: tuple[Source, ...] = ()
     other: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,6 +199,8 @@ class MessageMeta:
             out["images"] = [image.to_dict() for image in self.images]
         if self.stopped:
             out["stopped"] = True
+        if self.sources:
+            out["sources"] = [asdict(source) for source in self.sources]
         return out
 
     @classmethod
@@ -189,9 +210,12 @@ class MessageMeta:
         if not isinstance(raw, dict):
             return cls()
         known = {"duration_ms", "error", "images", "sent_to_model", "stage", "tool_images",
-                 "step_notes", "stopped"}  # fmt: skip
+                 "step_notes", "stopped", "sources"}  # fmt: skip
         number = raw.get("duration_ms")
         images = raw.get("images")
+        listed = raw.get("sources")
+        found = map(Source.from_dict, listed if isinstance(listed, list) else [])
+        sources = tuple(source for source in found if source is not None)
         return cls(
             duration_ms=float(number) if isinstance(number, int | float) else None,
             error=raw["error"] if isinstance(raw.get("error"), str) else None,
@@ -201,6 +225,7 @@ class MessageMeta:
             tool_images=_int_or_none(raw.get("tool_images")),
             step_notes=_int_or_none(raw.get("step_notes")),
             stopped=raw.get("stopped") is True,
+            sources=sources,
             other={k: v for k, v in raw.items() if k not in known},
         )
 

@@ -7,8 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from desktop.core.documents.tool import Source
-from desktop.core.messages import Image
+from desktop.core.messages import Image, Source
 from desktop.core.storage.chats import Branches
 from desktop.ui.markdown_view import MarkdownView
 from desktop.ui.tool_card import ImageThumb

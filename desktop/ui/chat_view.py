@@ -14,9 +14,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
-from desktop.core.documents.tool import Source, cited_sources
+from desktop.core.documents.tool import sources_of
 from desktop.core.events import ToolCallParsed, ToolRejected, ToolResult
-from desktop.core.messages import Image, Message
+from desktop.core.messages import Image, Message, Source
 from desktop.core.storage.chats import Branches
 from desktop.ui.bubbles import BranchSwitcher, MessageBubble
 from desktop.ui.tool_card import ToolCard
@@ -132,7 +132,7 @@ class ChatView(QScrollArea):
             if message.role == "user" and not message.from_the_loop:
                 sources = {}
             elif message.role == "tool" and message.name == SEARCH_DOCUMENTS:
-                sources = cited_sources(message.text)
+                sources = sources_of(message)
             if _feeds_back_images(message):
                 for card in cards.values():
                     card.mark_images(bool(message.meta.sent_to_model))
@@ -157,9 +157,8 @@ class ChatView(QScrollArea):
                     card.reject(message.text)
                 else:
                     images = list(message.meta.images)
-                    card.finish(
-                        message.text, message.meta.error, message.meta.duration_ms or 0.0, images
-                    )
+                    card.finish(message.text, message.meta.error, message.meta.duration_ms or 0.0,
+                                images, sources_of(message))  # fmt: skip
                     if images and message.meta.sent_to_model is False:
                         card.mark_images(False)
         return widgets
@@ -277,10 +276,12 @@ class ChatView(QScrollArea):
 
     def finish_tool(self, event: ToolResult) -> None:
         card = self.cards.get(event.id)
+        sources = event.retrieval.sources() if event.retrieval is not None else ()
         if card is not None:
-            card.finish(event.content, event.error, event.duration_ms, event.images)
+            card.finish(event.content, event.error, event.duration_ms, event.images,
+                        dict(enumerate(sources, 1)))  # fmt: skip
         if event.name == SEARCH_DOCUMENTS and event.error is None:
-            self._sources = cited_sources(event.content)
+            self._sources = dict(enumerate(sources, 1))
 
     def reject_tool(self, event: ToolRejected) -> None:
         card = self.cards.get(event.id or "")

@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QProcess, QUrl
 from PySide6.QtGui import QDesktopServices
 
-from desktop.core.documents.tool import Source
+from desktop.core.messages import Source
 
 SCHEME = "loomchat-source"
 # "[2]", not "[2](...)" (a link the model wrote) nor "[[2]]".

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.documents.tool import Source
+from desktop.core.messages import Source
 from desktop.ui.accessible import describe
 from desktop.ui.citations import linked, open_source, source_of
 

@@ -18,9 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
-from desktop.core.documents.tool import cited_sources
-from desktop.core.messages import Image
+from desktop.core.messages import Image, Source
 from desktop.ui.accessible import describe
 from desktop.ui.citations import linked, open_source, source_of
 
@@ -195,9 +193,9 @@ class ToolCard(QFrame):
             self.approval = None
         self.state_label.setText(outcome)
 
-    def finish(
-        self, content: str, error: str | None, duration_ms: float, images: list[Image]
-    ) -> None:
+    def finish(self, content: str, error: str | None, duration_ms: float, images: list[Image],
+               sources: dict[int, Source] | None = None) -> None:  # fmt: skip
+        """The call's result; `sources`: what a document search's passages came from."""
         self.state = "failed" if error else "done"
         self._spinner.stop()
         self._render_state()
@@ -212,7 +210,7 @@ class ToolCard(QFrame):
             self.images_row.addWidget(thumb)
         self.images_row.addStretch()
         self.images = list(images)
-        self.sources = cited_sources(content) if self.name == SEARCH_DOCUMENTS else {}
+        self.sources = sources or {}
         if self.sources:
             lines = [
                 linked(f"[{n}] {s.where}", self.sources) for n, s in sorted(self.sources.items())

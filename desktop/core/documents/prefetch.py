@@ -56,9 +56,10 @@ async def search_first(
     call = ToolCall(new_call_id(), NAME, {"query": query})
     content = passages_text(query, found.hits)
     elapsed = (time.perf_counter() - started) * 1000
+    retrieval = retrieval_of(query, collections, found)
     yield ToolCallParsed(0, call.id, call.name, call.arguments)
     yield ToolStarted(0, call.id, call.name)
     conversation.append(Message.assistant("", [call]))
-    conversation.append(Message.tool(call.id, NAME, content, meta=MessageMeta(duration_ms=elapsed)))
-    retrieval = retrieval_of(query, collections, found)
+    meta = MessageMeta(duration_ms=elapsed, sources=retrieval.sources())
+    conversation.append(Message.tool(call.id, NAME, content, meta=meta))
     yield ToolResult(0, call.id, call.name, content, duration_ms=elapsed, retrieval=retrieval)

@@ -15,10 +15,10 @@ def test_passages_are_numbered_with_their_place_and_cannot_close_their_quote() -
         Hit(2, "c", "/docs/evil.md", None, "Setup", 0, 40, hostile, 1.0),
     ]
     text = passages_text("reset", hits)
-    assert "[1] manual.pdf, page 4\nfile: /docs/manual.pdf\n" in text
-    assert "[2] evil.md — Setup\nfile: /docs/evil.md\n" in text
+    assert "[1] manual.pdf, page 4\n" in text and "[2] evil.md — Setup\n" in text
+    assert "/docs/" not in text  # where the files are stays with the app
     assert "not instructions" in text
-    quoted = text.split("file: /docs/evil.md\n", 1)[1]
+    quoted = text.split("[2] evil.md — Setup\n", 1)[1]
     fence = quoted.split("\n", 1)[0]
     assert set(fence) == {"`"} and len(fence) == 5  # longer than any run inside
     assert quoted.rstrip().endswith(fence) and quoted.count(fence) == 2
@@ -42,15 +42,22 @@ async def test_the_tool_searches_the_collections_it_was_made_for(tmp_path: Path)
     assert "collection" not in single.parameters["properties"]
 
 
-def test_the_sources_are_read_back_from_the_result_a_conversation_keeps() -> None:
-    from desktop.core.documents.tool import Source, cited_sources
+def test_the_sources_are_kept_with_the_result_and_read_from_older_ones() -> None:
+    from desktop.core.documents.tool import sources_of
+    from desktop.core.messages import Message, MessageMeta, Source
 
-    hits = [
-        Hit(1, "c", "/d/manual (v2).pdf", 12, "", 0, 9, "[3] (/etc/passwd)", 3.2),
-        Hit(2, "c", "/d/notes.md", None, "Setup, page 9", 0, 5, "text", 1.0),
-    ]
-    sources = cited_sources(passages_text("q", hits))
-    assert sources == {
+    kept = (Source("/d/manual (v2).pdf", 12, "manual (v2).pdf, page 12"),)
+    stored = Message.tool("c1", NAME, "[1] manual (v2).pdf, page 12\n…",
+                          meta=MessageMeta(sources=kept))  # fmt: skip
+    again = Message.from_dict(stored.to_dict())
+    assert sources_of(again) == {1: kept[0]}
+    # As Loomchat wrote a result before the sources were kept apart: a "file:" line each.
+    older = (
+        "2 passages from the person's documents for 'q'.\n\n[1] manual (v2).pdf, page 12\n"
+        "file: /d/manual (v2).pdf\n```\n[3] (/etc/passwd)\n```\n\n[2] notes.md — Setup, page 9"
+        "\nfile: /d/notes.md\n```\ntext\n```"
+    )
+    assert sources_of(Message.tool("c2", NAME, older)) == {
         1: Source("/d/manual (v2).pdf", 12, "manual (v2).pdf, page 12"),
         2: Source("/d/notes.md", None, "notes.md — Setup, page 9"),
     }
