@@ -21,17 +21,16 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QWidget,
 )
 
-from desktop import __version__
 from desktop.core.calibration.card import Calibration
 from desktop.core.connection import Connection
 from desktop.core.events import Event, TextDelta, ThinkingDelta, ToolStarted, TurnFinished, Usage
 from desktop.core.messages import Image
 from desktop.core.models.catalogue import CatalogueModel
+from desktop.core.models.gguf_header import embeds
 from desktop.core.models.library import mark_used
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.settings import Settings
@@ -51,7 +50,7 @@ from desktop.ui.models_dialog import ModelsDialog, offer_text, recommended_model
 from desktop.ui.presets_dialog import PresetsDialog
 from desktop.ui.resources import resource
 from desktop.ui.settings_dialog import SettingsDialog
-from desktop.ui.shortcuts import ShortcutsDialog, shortcut_list
+from desktop.ui.shortcuts import ShortcutsDialog, shortcut_list, show_about
 from desktop.ui.theme import MAX_POINTS, MIN_POINTS, Appearance
 
 
@@ -154,13 +153,7 @@ class MainWindow(QMainWindow):
         QAccessible.updateAccessibility(event)
 
     def about(self) -> None:
-        QMessageBox.about(
-            self,
-            "About Loomchat",
-            f"<b>Loomchat {__version__}</b><p>Local models with tools, offline.</p>"
-            f"<p>Conversations and settings: {self.store.path.parent}<br>"
-            f"Logs (attach them to a bug report): {self.logs_folder}</p>",
-        )
+        show_about(self, self.store.path.parent, self.logs_folder)
 
     # --- the controller ---------------------------------------------------------------
 
@@ -348,7 +341,12 @@ class MainWindow(QMainWindow):
             self.use_model_file(Path(path))
 
     def use_model_file(self, path: Path) -> None:
-        """Run this GGUF file in the built-in runtime."""
+        """Run this GGUF file in the built-in runtime; an embedding model searches the
+        documents by meaning instead (each collection's passages given vectors)."""
+        if embeds(path):
+            self.apply_settings(replace(self.session.settings, embeddings="runtime",
+                                        embedding_model=str(path)))  # fmt: skip
+            return self.documents.update() if self.documents else None
         settings = replace(self.session.settings, backend="builtin", runtime_model=str(path))
         self.apply_settings(settings)
 

@@ -1,6 +1,9 @@
-"""Help → Keyboard shortcuts: every key the app answers to, from its menus and KEYS."""
+"""Help → Keyboard shortcuts: every key the app answers to, from its menus and KEYS; and
+Help → About."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
@@ -8,12 +11,14 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from desktop import __version__
 from desktop.ui.accessible import complete, describe
 
 # Keys that act without a menu item.
@@ -64,3 +69,13 @@ class ShortcutsDialog(QDialog):
         layout.addWidget(close)
         complete(self)
         self.resize(520, 520)
+
+
+def show_about(parent: QWidget, data_folder: Path, logs_folder: Path) -> None:
+    QMessageBox.about(
+        parent,
+        "About Loomchat",
+        f"<b>Loomchat {__version__}</b><p>Local models with tools, offline.</p>"
+        f"<p>Conversations and settings: {data_folder}<br>"
+        f"Logs (attach them to a bug report): {logs_folder}</p>",
+    )

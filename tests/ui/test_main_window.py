@@ -413,6 +413,15 @@ def test_first_run_offers_a_model_file_for_the_built_in_runtime(
     assert window.session.settings.backend == "builtin"
     assert window.session.settings.runtime_model == str(model)
 
+    # An embedding model (downloaded from the catalogue, say) is for the documents.
+    from tests.core.models.test_gguf_header import header_only
+
+    encoder = header_only(tmp_path / "all-MiniLM-L6-v2.gguf", "bert", pooling=True)
+    window.use_model_file(encoder)
+    settings = window.session.settings
+    assert (settings.embeddings, settings.embedding_model) == ("runtime", str(encoder))
+    assert settings.runtime_model == str(model)  # the chat model stays
+
 
 def test_without_the_bundled_model_the_start_screen_offers_only_a_model_file(qtbot: Any) -> None:
     from PySide6.QtWidgets import QPushButton

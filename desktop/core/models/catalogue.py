@@ -58,6 +58,7 @@ _SCHEMA: dict[str, Any] = {
                     "ram_gb": {"type": "number", "exclusiveMinimum": 0},
                     "licence": {"type": "string"},
                     "vision": {"type": "boolean"},
+                    "purpose": {"enum": ["chat", "embeddings"]},
                 },
             },
         }
@@ -83,6 +84,9 @@ class CatalogueModel:
     family: str = ""
     parameters: str = ""
     projector: str | None = None
+    # "embeddings": a model that makes the documents' vectors (searched by meaning), not one
+    # to chat with; never the recommended model.
+    purpose: str = "chat"
 
     @property
     def size_bytes(self) -> int:
@@ -146,7 +150,7 @@ def fit(model: CatalogueModel, machine: Machine) -> Fit:
 def recommend(models: list[CatalogueModel], machine: Machine) -> CatalogueModel | None:
     """The most capable model that runs comfortably here: the largest that fits and answers
     at reading speed; where none is quick enough, the smallest that fits."""
-    fitting = [m for m in models if fit(m, machine).fits and not m.vision]
+    fitting = [m for m in models if fit(m, machine).fits and not m.vision and m.purpose == "chat"]
     quick = [m for m in fitting if not fit(m, machine).slow]
     if quick:
         return max(quick, key=lambda m: m.ram_gb)

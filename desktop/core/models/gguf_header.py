@@ -142,3 +142,21 @@ def _skip_array(reader: _Reader, key: str) -> None:
             reader.skip(reader.string_length(key), key)
     else:  # arrays of arrays: no model header has them
         raise GgufError(f"{key} is an array of type {kind}, which GGUF headers do not hold")
+
+
+# Architectures that only embed (encoders): their files make vectors, never chat.
+ENCODERS = frozenset(
+    {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert",
+     "neo-bert", "eurobert", "t5encoder"}
+)  # fmt: skip
+
+
+def embeds(path: Path) -> bool:
+    """Whether the file is an embedding model (an encoder, or a model that says how it pools
+    its tokens into one vector), from its header; False for a file that cannot be read."""
+    try:
+        header = read_gguf_header(path)
+    except (GgufError, OSError):
+        return False
+    architecture = header.values.get("general.architecture")
+    return architecture in ENCODERS or f"{architecture}.pooling_type" in header.values

@@ -23,6 +23,14 @@ def test_the_shipped_catalogue_reads_and_spans_families_and_sizes() -> None:
     assert min(sizes) <= 1.0 and max(sizes) >= 7.0
     assert any(m.vision and m.projector for m in models)
     assert len({m.id for m in models}) == len(models)
+    assert {m.purpose for m in models} == {"chat", "embeddings"}
+
+
+def test_an_embedding_model_is_never_the_recommended_one() -> None:
+    models = load_catalogue()
+    tiny = Machine(int(0.5 * GB), 500 * GB)  # only the embedding models would fit
+    assert any(fit(m, tiny).fits for m in models if m.purpose == "embeddings")
+    assert recommend(models, tiny) is None
 
 
 def test_fit_says_why_not() -> None:
