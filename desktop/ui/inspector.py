@@ -268,28 +268,27 @@ class InspectorPanel(QWidget):
             node.setData(0, Qt.ItemDataRole.UserRole, "\n".join(lines))
             self.tree.addTopLevelItem(node)
         if trace.before:  # the documents searched with the person's words, before step 0
-            node = QTreeWidgetItem(["Before the model: your documents searched first"])
+            rows = [row for event in trace.before for row in _event_rows(event)]
+            node = self._node("Before the model: your documents searched first", rows)
             node.setData(0, Qt.ItemDataRole.UserRole, "The person's message was the query; "
                          "the passages went into the prompt as this search's result.")  # fmt: skip
-            for event in trace.before:
-                for title, text in _event_rows(event):
-                    child = QTreeWidgetItem([title])
-                    child.setData(0, Qt.ItemDataRole.UserRole, text)
-                    node.addChild(child)
-            self.tree.addTopLevelItem(node)
-            node.setExpanded(True)
         for step in trace.steps:
-            node = QTreeWidgetItem([f"Step {step.step} · {step.duration_ms or '…'} ms"])
-            for title, text in step_sections(step):
-                child = QTreeWidgetItem([title])
-                child.setData(0, Qt.ItemDataRole.UserRole, text)
-                node.addChild(child)
-            self.tree.addTopLevelItem(node)
-            node.setExpanded(True)
+            self._node(f"Step {step.step} · {step.duration_ms or '…'} ms", step_sections(step))
         if trace.outcome is not None:
             outcome = QTreeWidgetItem([f"Outcome: {trace.outcome.kind}"])
             outcome.setData(0, Qt.ItemDataRole.UserRole, _pretty(event_to_dict(trace.outcome)))
             self.tree.addTopLevelItem(outcome)
+
+    def _node(self, title: str, rows: list[tuple[str, str]]) -> QTreeWidgetItem:
+        """A top-level node, expanded, with a child for each (title, text) row."""
+        node = QTreeWidgetItem([title])
+        for row_title, text in rows:
+            child = QTreeWidgetItem([row_title])
+            child.setData(0, Qt.ItemDataRole.UserRole, text)
+            node.addChild(child)
+        self.tree.addTopLevelItem(node)
+        node.setExpanded(True)
+        return node
 
     def _show_item(self, item: QTreeWidgetItem | None, _previous: object = None) -> None:
         text = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None

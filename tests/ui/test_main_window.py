@@ -414,9 +414,9 @@ def test_first_run_offers_a_model_file_for_the_built_in_runtime(
     assert window.session.settings.runtime_model == str(model)
 
     # An embedding model (downloaded from the catalogue, say) is for the documents.
-    from tests.core.models.test_gguf_header import header_only
+    from tests.core.models.test_library import tiny_gguf
 
-    encoder = header_only(tmp_path / "all-MiniLM-L6-v2.gguf", "bert", pooling=True)
+    encoder = tiny_gguf(tmp_path / "all-MiniLM-L6-v2.gguf", "bert", pooling=True)
     window.use_model_file(encoder)
     settings = window.session.settings
     assert (settings.embeddings, settings.embedding_model) == ("runtime", str(encoder))

@@ -15,12 +15,15 @@ from desktop.core.models.library import (
 )
 
 
-def tiny_gguf(path: Path) -> Path:
-    """A real GGUF file, written with gguf's own writer: a header and one small tensor."""
+def tiny_gguf(path: Path, architecture: str = "llama", pooling: bool = False) -> Path:
+    """A real GGUF file, written with gguf's own writer: a header and one small tensor
+    (`pooling`: the header says how an embedding model pools its tokens)."""
     import numpy as np
 
-    writer = gguf.GGUFWriter(str(path), "llama")
+    writer = gguf.GGUFWriter(str(path), architecture)
     writer.add_name("Tiny Test")
+    if pooling:
+        writer.add_pooling_type(gguf.PoolingType.MEAN)
     writer.add_context_length(4096)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
     writer.add_chat_template("{{ messages }}")
