@@ -360,7 +360,7 @@ class Session:
         tools_on = preset is None or preset.tools
         if user is not None and tools_on and self.library is not None:
             searched = self.library.searched_first(
-                text, conversation, offer.tools, self.settings, self.calibration, collections
+                text, conversation, offer.tools, self.settings, collections
             )
             async for event in searched:
                 trace.record(event)  # before the first request: the trace keeps it apart

@@ -385,9 +385,8 @@ class SettingsDialog(QDialog):
 
 
 DOCUMENT_SEARCH_CHOICES = (
-    ("auto", "Before each answer, for models that miss calls"),
+    ("auto", "Before each answer"),
     ("tool", "Only when the model asks"),
-    ("always", "Before each answer"),
 )
 
 

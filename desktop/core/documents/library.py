@@ -10,7 +10,7 @@ from dataclasses import replace
 from desktop.core.documents.embedding_service import EmbeddingService
 from desktop.core.documents.embeddings import Embedder
 from desktop.core.documents.index import DocumentIndex
-from desktop.core.documents.prefetch import Card, search_first
+from desktop.core.documents.prefetch import search_first
 from desktop.core.documents.retrieval import Retriever
 from desktop.core.documents.tool import NAME, search_documents_tool
 from desktop.core.events import Event
@@ -50,15 +50,12 @@ class DocumentLibrary:
         conversation: list[Message],
         offered: Sequence[ToolSpec],
         settings: Settings,
-        card: Card | None,
         collections: Sequence[str] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The search with the person's words before the model answers, where the settings
-        and the model's card say so, in `collections` (None: every one)."""
+        say so, in `collections` (None: every one)."""
         mode = settings.document_search
-        return search_first(
-            self.retriever, question, conversation, offered, mode, card, collections
-        )
+        return search_first(self.retriever, question, conversation, offered, mode, collections)
 
     async def prepare_embeddings(
         self, settings: Settings, backend: str, url: str

@@ -78,7 +78,8 @@ class Settings:
     pinned_tools: dict[str, bool] = field(default_factory=dict)  # always offered
     theme: str = "system"  # "system" follows the desktop's light or dark scheme
     font_size: int = 0  # points; 0: the desktop's
-    # When the documents are searched: see core/documents/prefetch.py.
+    # When the documents are searched ("always" is an older name for "auto"): see
+    # core/documents/prefetch.py.
     document_search: str = "auto"
     # Vectors for the documents too (core/documents/embedding_service.py): "none", "runtime"
     # (`embedding_model` a GGUF file Loomchat runs), "server" (a model on the backend).

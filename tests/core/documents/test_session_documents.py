@@ -52,14 +52,10 @@ async def test_a_turn_searches_the_persons_documents(tmp_path: Path) -> None:
     await session.close()
 
 
-async def test_a_model_that_misses_calls_gets_the_passages_before_it_answers(
+async def test_by_default_the_model_gets_the_passages_before_it_answers(
     tmp_path: Path,
 ) -> None:
-    from dataclasses import replace
-
-    from desktop.core.documents.prefetch import searches_first
     from desktop.core.events import ToolCallParsed
-    from tests.core.calibration.test_card import calibrated
 
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -68,8 +64,9 @@ async def test_a_model_that_misses_calls_gets_the_passages_before_it_answers(
     index.add_sources("notes", [folder])
     await index_collection(index, "notes")
     store = ChatStore(tmp_path / "chats.db")
-    session = Session(Settings(document_search="always"), store, SecretStore(), documents=index)
-    provider = ScriptedProvider([Step(chunks=["In the blue shed [1]."]), Step(chunks=["Hi!"])])
+    session = Session(Settings(), store, SecretStore(), documents=index)
+    provider = ScriptedProvider([Step(chunks=["In the blue shed [1]."]), Step(chunks=["Hi!"]),
+                                 Step(chunks=["In the shed."])])  # fmt: skip
     session.use_provider(provider)
     conversation = store.create_conversation("chat")
     events = [e async for e in session.send(conversation, "Where is my kayak stored?")]
@@ -87,14 +84,10 @@ async def test_a_model_that_misses_calls_gets_the_passages_before_it_answers(
     assert [m.role for m in kept] == ["user", "assistant", "tool", "assistant"]
     hello = [e async for e in session.send(conversation, "Hello")]  # no passage matches
     assert not [e for e in hello if isinstance(e, ToolCallParsed)]
-
-    sure = calibrated("constrained", 9, 10)  # 8 of 10 due calls made
-    score = sure.scores[0]
-    weak = replace(sure, scores=(replace(score, due_right=7),))
-    assert weak.misses_calls and not sure.misses_calls
-    assert searches_first("auto", None) and searches_first("auto", weak)
-    assert not searches_first("auto", sure) and not searches_first("tool", weak)
-    assert searches_first("always", sure)
+    # Left to the model ("tool"), nothing is searched before it answers.
+    session.apply_settings(Settings(document_search="tool"))
+    left = [e async for e in session.send(conversation, "Where is my kayak stored?")]
+    assert not [e for e in left if isinstance(e, ToolCallParsed)]
     await session.close()
 
 
