@@ -202,6 +202,9 @@ class LlamaServer:
     port: int = 0
     threads: int | None = None
     context_size: int = 4096
+    # Three for the chat (see command); one for an embedding model, which reads each text
+    # whole in one batch and would not fit its short context split in three.
+    slots: int = 3
     extra_args: Sequence[str] = ()
     # Variables set for the server on top of the app's own environment.
     environment: Mapping[str, str] = field(default_factory=dict)
@@ -228,13 +231,16 @@ class LlamaServer:
             "--ctx-size", str(self.context_size),
             "--jinja",
             "--no-webui",
+        ]  # fmt: skip
+        if self.slots > 1:
             # Three slots sharing one cache: the conversation's prompt, the call gate's
             # turn alone, and the conversation in words (an answer without tools), each
             # request pinned to its slot, so none evicts another's cached prompt. An idle
             # slot stays in the cache (by default the server would move it to host memory
             # and clear it whenever another starts) until its room is needed.
-            "--parallel", "3", "--kv-unified", "--no-cache-idle-slots",
-        ]  # fmt: skip
+            cmd += ["--parallel", str(self.slots), "--kv-unified", "--no-cache-idle-slots"]
+        else:
+            cmd += ["--parallel", "1"]
         if self.threads:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]
         if (projector := projector_for(self.model)).is_file():  # the model sees images
@@ -374,6 +380,7 @@ def embedding_server(model: Path, threads: int | None = None) -> LlamaServer:
         model=model,
         threads=threads,
         context_size=EMBEDDING_CONTEXT,
+        slots=1,
         extra_args=("--embeddings", "--batch-size", size, "--ubatch-size", size),
         log_path=data_dir() / "logs" / "embedding-server.log",
     )
