@@ -352,8 +352,10 @@ class Session:
             return approver is not None and await approver(call, tool)
 
         offer = self.offer(conversation, text)
-        collections = preset.collections if preset is not None else None
-        if self.library is not None:  # the preset's collections alone
+        collections = self.store.collections(conversation_id)
+        if collections is None and preset is not None:
+            collections = preset.collections
+        if self.library is not None:  # the conversation's (or its preset's) collections
             offer = self.library.narrowed(offer, collections)
         if offer.selected:
             trace.offer = offer.to_dict()

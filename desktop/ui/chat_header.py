@@ -1,7 +1,9 @@
 """The chat's header: the conversation's title, the model and what it can do, the
-conversation's preset and its system prompt."""
+conversation's preset, the document collections it searches, and its system prompt."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -10,8 +12,10 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -24,10 +28,13 @@ NO_PRESET = "No preset"
 
 
 class ChatHeader(QWidget):
-    """Signals: preset_chosen(str) (a preset's name), system_prompt_requested()."""
+    """Signals: preset_chosen(str) (a preset's name), system_prompt_requested(),
+    collections_chosen(object) (the collections to search, a tuple; None: as the preset
+    says)."""
 
     preset_chosen = Signal(str)
     system_prompt_requested = Signal()
+    collections_chosen = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -47,6 +54,13 @@ class ChatHeader(QWidget):
         self.preset.activated.connect(
             lambda index: self.preset_chosen.emit(str(self.preset.itemData(index) or ""))
         )
+        self.documents = QToolButton()
+        self.documents.setText("Documents")
+        self.documents.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        describe(self.documents, "Which of your document collections this conversation "
+                 "searches", "Documents searched")  # fmt: skip
+        self.documents.setMenu(QMenu(self.documents))
+        self.documents.hide()
         self.system_button = QPushButton("System prompt…")
         self.system_button.setAccessibleDescription("Edit this conversation's system prompt")
         self.system_button.clicked.connect(self.system_prompt_requested)
@@ -58,6 +72,7 @@ class ChatHeader(QWidget):
         row.setContentsMargins(16, 8, 16, 8)
         row.addLayout(names, 1)
         row.addWidget(self.preset)
+        row.addWidget(self.documents)
         row.addWidget(self.system_button)
 
     def show_conversation(self, title: str, presets: PresetBook, preset: str) -> None:
@@ -68,6 +83,28 @@ class ChatHeader(QWidget):
             self.preset.addItem(each.name, each.name)
         found = self.preset.findData(preset)
         self.preset.setCurrentIndex(max(found, 0))
+
+    def show_collections(self, names: Sequence[str], own: tuple[str, ...] | None,
+                         preset: tuple[str, ...] | None) -> None:  # fmt: skip
+        """The collections there are, ticked as the conversation searches them: its `own`
+        choice, or (None) its preset's (`preset`; None: every one)."""
+        self.documents.setVisible(bool(names))
+        searched = own if own is not None else preset if preset is not None else tuple(names)
+        menu = self.documents.menu()
+        menu.clear()
+        follow = menu.addAction("As the preset says")
+        follow.setCheckable(True)
+        follow.setChecked(own is None)
+        follow.triggered.connect(lambda: self.collections_chosen.emit(None))
+        menu.addSeparator()
+        for name in names:
+            action = menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(name in searched)
+            toggled = tuple(n for n in names if (n in searched) != (n == name))
+            action.triggered.connect(lambda _=False, t=toggled: self.collections_chosen.emit(t))
+        count = sum(name in searched for name in names)
+        self.documents.setText(f"Documents: {count} of {len(names)}")
 
     def show_connection(self, connection: Connection) -> None:
         if not connection.ok:

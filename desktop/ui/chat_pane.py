@@ -61,6 +61,7 @@ class ChatPane(QWidget):
         self.header = ChatHeader()
         self.header.preset_chosen.connect(self.choose_preset)
         self.header.system_prompt_requested.connect(self.edit_system_prompt)
+        self.header.collections_chosen.connect(self.choose_collections)
         self.chat = ChatView()
         self.chat.load_earlier_requested.connect(self.load_earlier)
         self.chat.edit_requested.connect(self.start_edit)
@@ -130,6 +131,17 @@ class ChatPane(QWidget):
             return
         _system, preset = self.store.system_prompt(conversation)
         self.header.show_conversation(self.store.title(conversation), self.session.presets, preset)
+        chosen = self.session.presets.get(preset)
+        names = self.session.library.searchable if self.session.library is not None else []
+        own = self.store.collections(conversation)
+        self.header.show_collections(names, own, chosen.collections if chosen else None)
+
+    def choose_collections(self, names: tuple[str, ...] | None) -> None:
+        """The conversation searches these collections from its next turn (None: as its
+        preset says)."""
+        if (conversation := self.state.conversation_id) is not None:
+            self.store.set_collections(conversation, names)
+            self.show_header()
 
     def choose_preset(self, name: str) -> None:
         if (conversation := self.state.conversation_id) is None:

@@ -121,6 +121,8 @@ class MainWindow(QMainWindow):
 
         index = self.session.documents  # indexed in the background, among the turn's tasks
         self.documents = DocumentJobs(self.session, index, controller.tasks) if index else None
+        if self.documents:  # the header lists the collections a conversation may search
+            self.documents.changed.connect(self.pane.show_header)
         build_menus(self)
         self._connect_controller()
         self.refresh_conversations()

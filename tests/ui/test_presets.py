@@ -104,3 +104,29 @@ def test_a_preset_searches_the_collections_ticked(qtbot: Any, tmp_path: Path) ->
     dialog.accept()
     work = PresetBook.load(tmp_path / "presets.json").get("Work")
     assert work is not None and work.collections == ("Manuals",)
+
+
+def test_the_header_chooses_a_conversations_collections(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    from desktop.core.storage.presets import Preset
+
+    window, _ = make_window([])
+    session, pane = window.session, window.pane
+    assert session.library is not None
+    session.library.searchable = ["Home", "Manuals", "Work"]  # as indexing leaves it
+    session.presets.put(Preset("Job", collections=("Work",)))
+    window.new_conversation()
+    conversation = pane.state.conversation_id
+    assert conversation is not None
+    pane.choose_preset("Job")
+    header = pane.header
+    assert not header.documents.isHidden() and header.documents.text() == "Documents: 1 of 3"
+    actions = {a.text(): a for a in header.documents.menu().actions() if a.text()}
+    assert actions["As the preset says"].isChecked() and actions["Work"].isChecked()
+    actions["Home"].trigger()  # the preset's Work, and Home too, for this conversation
+    assert window.store.collections(conversation) == ("Home", "Work")
+    assert header.documents.text() == "Documents: 2 of 3"
+    actions = {a.text(): a for a in header.documents.menu().actions() if a.text()}
+    actions["As the preset says"].trigger()
+    assert window.store.collections(conversation) is None

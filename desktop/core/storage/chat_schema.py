@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq);
 """  # version 0's tables; a new database is migrated from there like an old one
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Version 0 (no user_version) had no branches: each message followed the one stored before
 # it, and the conversation ended at its last. The migration links them so.
 MIGRATIONS = {
@@ -45,6 +45,8 @@ ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
 ALTER TABLE conversations ADD COLUMN preset TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (conversation_id, parent);
 """,
+    # The document collections a conversation searches (a JSON list); NULL: its preset's.
+    2: "ALTER TABLE conversations ADD COLUMN collections TEXT;",
 }
 # The path from the head to the root: (seq) rows, for a conversation id and its head. It
 # takes at most :bound steps (the conversation's message count): parents that loop, which
@@ -68,7 +70,16 @@ WITH RECURSIVE below(seq) AS (
 # The columns each table must have for this code to use it (an older version's file has
 # them after its migration; a newer one's is used as long as it has them).
 COLUMNS = {
-    "conversations": {"id", "title", "created", "updated", "head", "system_prompt", "preset"},
+    "conversations": {
+        "id",
+        "title",
+        "created",
+        "updated",
+        "head",
+        "system_prompt",
+        "preset",
+        "collections",
+    },
     "messages": {"id", "conversation_id", "seq", "role", "text", "body", "created", "parent"},
 }
 

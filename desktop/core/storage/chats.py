@@ -18,7 +18,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,6 +327,27 @@ class ChatStore:
             db.execute(
                 "UPDATE conversations SET system_prompt = ?, preset = ? WHERE id = ?",
                 (without_surrogates(text), preset, conversation_id),
+            )
+
+    def collections(self, conversation_id: int) -> tuple[str, ...] | None:
+        """The document collections the conversation searches; None: as its preset says."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT collections FROM conversations WHERE id = ?", (conversation_id,)
+            ).fetchone()
+        try:
+            names = json.loads(row[0]) if row is not None and row[0] is not None else None
+        except ValueError:
+            return None  # written by another program: the preset's choice stands
+        if not isinstance(names, list):
+            return None
+        return tuple(name for name in names if isinstance(name, str))
+
+    def set_collections(self, conversation_id: int, names: Sequence[str] | None) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE conversations SET collections = ? WHERE id = ?",
+                (None if names is None else json.dumps(list(names)), conversation_id),
             )
 
     def title(self, conversation_id: int) -> str:

@@ -117,4 +117,11 @@ async def test_a_presets_collections_are_the_only_ones_searched(tmp_path: Path) 
     assert searched.retrieval is not None and searched.retrieval.collections == ("work",)
     prompt = provider.requests[0].messages[0].text  # the emulated track's tool block
     assert NAME in prompt and '"collection"' not in prompt  # one collection left: no choice
+
+    # The conversation's own choice wins over its preset's.
+    store.set_collections(conversation, ["home"])
+    provider.script.append(Step(chunks=["In the shed [1]."]))
+    again = [e async for e in session.send(conversation, "Where is the kayak?")]
+    (searched,) = [e for e in again if isinstance(e, ToolResult)]
+    assert "shed" in searched.content and "lobby" not in searched.content
     await session.close()

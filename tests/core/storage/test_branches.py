@@ -157,3 +157,28 @@ def test_the_shown_branchs_characters_are_counted_in_the_database(store: ChatSto
     store.rewind(c, q)
     store.append(c, Message.assistant("123"))
     assert store.shown_chars(c) == 5 + 3
+
+
+def test_a_version_1_chats_db_gains_the_conversations_own_collections(tmp_path: Path) -> None:
+    """chats-v1.db was written by Loomchat at f7c3c95 (a conversation with a preset and a
+    system prompt, before conversations had collections of their own)."""
+    db = tmp_path / "chats.db"
+    shutil.copy(DATA / "chats-v1.db", db)
+    store = ChatStore(db)
+    (info,) = store.conversations()
+    assert store.system_prompt(info.id) == ("Answer briefly.", "Work")
+    assert store.collections(info.id) is None  # as its preset says
+    assert [m.text for _, m in store.messages(info.id)][-1] == "In the blue shed [1]."
+    store.set_collections(info.id, ["Manuals"])
+    store.close()
+    again = ChatStore(db)
+    assert again.collections(info.id) == ("Manuals",)
+    again.set_collections(info.id, None)
+    assert again.collections(info.id) is None
+    again.close()
+    with sqlite3.connect(db) as migrated:
+        assert migrated.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        migrated.execute("UPDATE conversations SET collections = '{not json'")
+    broken = ChatStore(db)
+    assert broken.collections(info.id) is None  # another program's text: ignored
+    broken.close()
