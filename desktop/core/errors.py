@@ -19,6 +19,7 @@ LoomchatError
 ├── PresetError         a preset file cannot be read, or a preset name is taken
 ├── AttachmentError     a file cannot be attached: too large, binary, damaged
 ├── DocumentsError      the document index cannot be used, or has no such collection
+├── EmbeddingError      an embedding model cannot be had, or answered what is not vectors
 ├── UnreadablePdf       a PDF whose text cannot be had: password-protected or damaged
 └── ToolError           a tool failed; its message becomes the result the model reads
     ├── ImageError        an image that cannot be read or is too large

@@ -237,7 +237,7 @@ class SettingsDialog(QDialog):
             enabled.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
             enabled.setCheckState(
                 Qt.CheckState.Checked
-                if settings.tool_enabled(tool.name)
+                if settings.tool_enabled(tool.name, not tool.off_by_default)
                 else Qt.CheckState.Unchecked
             )
             self.tool_table.setItem(row, 1, enabled)
@@ -339,8 +339,8 @@ class SettingsDialog(QDialog):
         global_cooldown = self.cooldown_enabled.isChecked()
         for row, tool in enumerate(self._tools):
             enabled = _checked(self.tool_table.item(row, 1))
-            if not enabled:
-                tools_enabled[tool.name] = False
+            if enabled != (not tool.off_by_default):  # kept where not as usual
+                tools_enabled[tool.name] = enabled
             if tool.cooldown_s:
                 on = _checked(self.tool_table.item(row, 2))
                 if on != global_cooldown:

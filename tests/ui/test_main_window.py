@@ -206,7 +206,7 @@ def test_settings_round_trip_with_the_key_in_the_keychain(
         dialog.model.setCurrentText("qwen/qwen3-8b")
         dialog.track.setCurrentIndex(dialog.track.findData("auto"))
         dialog.max_tool_calls.setValue(4)
-        dialog.document_search.setCurrentIndex(dialog.document_search.findData("always"))
+        dialog.document_search.setCurrentIndex(dialog.document_search.findData("tool"))
         dialog.api_key.setText("lm-secret-token")
         window.controller.reconnect = lambda: None  # type: ignore[method-assign]  # no server to connect to here
         window.apply_settings(dialog.settings(), dialog.save_key())
@@ -224,7 +224,7 @@ def test_settings_round_trip_with_the_key_in_the_keychain(
         assert again.backend.currentData() == "lmstudio"
         assert again.model.currentText() == "qwen/qwen3-8b"
         assert again.track.currentData() == "auto" and again.max_tool_calls.value() == 4
-        assert again.document_search.currentData() == "always"
+        assert again.document_search.currentData() == "tool"
         assert again.api_key.text() == "lm-secret-token"
     finally:
         keyring.set_keyring(previous)

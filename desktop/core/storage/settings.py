@@ -86,8 +86,9 @@ class Settings:
     embeddings: str = "none"
     embedding_model: str = ""
 
-    def tool_enabled(self, name: str) -> bool:
-        return self.tools_enabled.get(name, True)
+    def tool_enabled(self, name: str, default: bool = True) -> bool:
+        """Whether the tool is on: as the user set it, else `default` (the tool's own)."""
+        return self.tools_enabled.get(name, default)
 
     def needs_reconnect(self, before: Settings) -> bool:
         """Whether going from `before` to these settings changes the connection."""

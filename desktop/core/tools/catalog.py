@@ -69,7 +69,7 @@ class ToolCatalog:
         return self.mcp_problems
 
     def toolbox(self, settings: Settings) -> Toolbox:
-        return Toolbox(t for t in self.all if settings.tool_enabled(t.name))
+        return Toolbox(t for t in self.all if settings.tool_enabled(t.name, not t.off_by_default))
 
     def offer(
         self,

@@ -64,6 +64,7 @@ class Tool(ToolSpec):
     cooldown_s: float | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     needs_approval: bool = False  # it changes something: the user says yes first
+    off_by_default: bool = False  # offered only once the user turns it on
 
 
 @dataclass(frozen=True)
