@@ -252,12 +252,19 @@ class ToolCard(QFrame):
 
 
 def format_arguments(arguments: Any) -> str:
-    """One line per argument, values as compact JSON: easy to scan, exact to copy."""
+    """One line per argument, values as compact JSON: easy to scan, exact to copy; a text
+    of several lines (a program to approve, a file to write) as its lines, indented."""
     if not isinstance(arguments, dict):
         return json.dumps(arguments, ensure_ascii=False)
     if not arguments:
         return "(no arguments)"
-    return "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return "\n".join(_argument(key, value) for key, value in arguments.items())
+
+
+def _argument(key: str, value: Any) -> str:
+    if isinstance(value, str) and "\n" in value.strip():
+        return f"{key}:\n" + "\n".join(f"    {line}" for line in value.splitlines())
+    return f"{key}: {json.dumps(value, ensure_ascii=False)}"
 
 
 def _duration(ms: float) -> str:

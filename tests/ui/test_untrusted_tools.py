@@ -101,3 +101,14 @@ def test_switched_off_the_same_ticket_twice_runs_twice(
     reasons = [c.reason_label.text() for c in window.pane.chat.cards.values()]
     assert [c.state for c in window.pane.chat.cards.values()] == ["done", "done"], reasons
     assert made == [same, same]
+
+
+def test_a_program_to_approve_reads_as_its_lines() -> None:
+    from desktop.ui.tool_card import format_arguments
+
+    shown = format_arguments({"code": "import statistics\nprint(statistics.mean([1, 2]))",
+                              "label": "a\\nb", "n": 3})  # fmt: skip
+    assert shown == (
+        "code:\n    import statistics\n    print(statistics.mean([1, 2]))\n"
+        'label: "a\\\\nb"\nn: 3'
+    )
