@@ -34,6 +34,7 @@ from desktop.core.models.gguf_header import embeds
 from desktop.core.models.library import mark_used
 from desktop.core.runtime import bundled_model_available
 from desktop.core.storage.settings import Settings
+from desktop.core.tools.catalog import remembered
 from desktop.ui.calibration_status import CalibrationStatus
 from desktop.ui.chat_pane import ChatPane
 from desktop.ui.connection_status import ConnectionStatus
@@ -198,10 +199,9 @@ class MainWindow(QMainWindow):
             return
 
         def answered(decision: str) -> None:
-            if decision == "always":
-                trusted = {**self.session.settings.trusted_tools, request.tool.name: True}
-                self.apply_settings(replace(self.session.settings, trusted_tools=trusted))
-            request.answer(decision != "deny")
+            if decision in ("always", "never"):  # kept: Settings → Tools shows it
+                self.apply_settings(remembered(self.session.settings, request.tool, decision))
+            request.answer(decision in ("once", "always"))
 
         card.ask(answered)
         request.future.add_done_callback(

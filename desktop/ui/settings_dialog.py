@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -20,8 +20,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -39,6 +37,7 @@ from desktop.ui.accessible import complete, describe
 from desktop.ui.reliability_tab import ReliabilityTab
 from desktop.ui.runtime_tab import RuntimeTab
 from desktop.ui.tasks import Tasks
+from desktop.ui.tool_table import ToolTable
 
 BACKEND_CHOICES = [
     ("auto", "Find a running server"),
@@ -223,43 +222,7 @@ class SettingsDialog(QDialog):
             describe(browse, f"Choose the {label.lower()}", f"Choose the {label.lower()}")
             picker.addWidget(browse)
             form.addRow(label, picker)
-        self.tool_table = QTableWidget(len(self._tools), 4)
-        self.tool_table.setHorizontalHeaderLabels(["Tool", "On", "Cooldown", "Runs without asking"])
-        self.tool_table.verticalHeader().hide()
-        describe(self.tool_table, "Each tool: on or off, its cooldown, whether it runs "
-                 "without asking", "Tools")  # fmt: skip
-        for row, tool in enumerate(self._tools):
-            name = QTableWidgetItem(tool.name)
-            name.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            name.setToolTip(tool.description)
-            self.tool_table.setItem(row, 0, name)
-            enabled = QTableWidgetItem()
-            enabled.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-            enabled.setCheckState(
-                Qt.CheckState.Checked
-                if settings.tool_enabled(tool.name, not tool.off_by_default)
-                else Qt.CheckState.Unchecked
-            )
-            self.tool_table.setItem(row, 1, enabled)
-            cooldown = QTableWidgetItem(f"{tool.cooldown_s:g} s" if tool.cooldown_s else "none")
-            if tool.cooldown_s:
-                cooldown.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-                on = settings.cooldown_overrides.get(tool.name, settings.cooldown_enabled)
-                cooldown.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-            else:
-                cooldown.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            self.tool_table.setItem(row, 2, cooldown)
-            trusted = QTableWidgetItem()
-            if tool.needs_approval:
-                trusted.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-                on = settings.trusted_tools.get(tool.name, False)
-                trusted.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-            else:
-                trusted.setText("always (changes nothing)")
-                trusted.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            self.tool_table.setItem(row, 3, trusted)
-        self.tool_table.resizeColumnsToContents()
-        self.tool_table.horizontalHeader().setStretchLastSection(True)
+        self.tool_table = ToolTable(self._tools, settings)
         layout.addWidget(self.tool_table)
         return page
 
@@ -333,20 +296,8 @@ class SettingsDialog(QDialog):
     # --- the result -------------------------------------------------------------------
 
     def settings(self) -> Settings:
-        tools_enabled = {}
-        overrides = {}
-        trusted = {}
         global_cooldown = self.cooldown_enabled.isChecked()
-        for row, tool in enumerate(self._tools):
-            enabled = _checked(self.tool_table.item(row, 1))
-            if enabled != (not tool.off_by_default):  # kept where not as usual
-                tools_enabled[tool.name] = enabled
-            if tool.cooldown_s:
-                on = _checked(self.tool_table.item(row, 2))
-                if on != global_cooldown:
-                    overrides[tool.name] = on
-            if tool.needs_approval and _checked(self.tool_table.item(row, 3)):
-                trusted[tool.name] = True
+        tools = self.tool_table.values(global_cooldown)
         temperature = self.temperature.value()
         return replace(
             self._original,
@@ -358,12 +309,13 @@ class SettingsDialog(QDialog):
             temperature=None if temperature < 0 else round(temperature, 2),
             max_tool_calls=self.max_tool_calls.value(),
             cooldown_enabled=global_cooldown,
-            cooldown_overrides=overrides,
-            tools_enabled=tools_enabled,
+            cooldown_overrides=tools.cooldowns,
+            tools_enabled=tools.enabled,
             runtime_model=self.runtime_model.text().strip(),
             workspace=self.workspace.text().strip(),
             mcp_config=self.mcp_config.text().strip(),
-            trusted_tools=trusted,
+            trusted_tools=tools.trusted,
+            tool_permissions=tools.permissions,
             secrets_in_file=self.secrets_in_file.isChecked(),
             document_search=self.document_search.currentData(),
         )
@@ -388,7 +340,3 @@ DOCUMENT_SEARCH_CHOICES = (
     ("auto", "Before each answer"),
     ("tool", "Only when the model asks"),
 )
-
-
-def _checked(item: QTableWidgetItem | None) -> bool:
-    return item is not None and item.checkState() == Qt.CheckState.Checked

@@ -155,7 +155,8 @@ class ToolCard(QFrame):
         self.setProperty("state", self.state)
 
     def ask(self, on_answer: Callable[[str], None]) -> None:
-        """Show the approval question; `on_answer` gets "once", "always" or "deny"."""
+        """Show the approval question; `on_answer` gets "once", "always", "deny" or
+        "never" (deny, and never offer the tool again)."""
         self.approval = QWidget()
         row = QHBoxLayout(self.approval)
         row.setContentsMargins(0, 4, 0, 0)
@@ -166,6 +167,7 @@ class ToolCard(QFrame):
             ("Allow once", "once", f"Run {self.name} this time"),
             (always, "always", f"Run {self.name} now and from now on without asking"),
             ("Deny", "deny", f"Do not run {self.name}; the model is told"),
+            ("Never", "never", f"Deny, and never offer {self.name} again (Settings → Tools)"),
         )
         for text, decision, description in choices:
             button = QPushButton(text)
@@ -180,8 +182,9 @@ class ToolCard(QFrame):
         self.state_label.setText("waiting for you")
 
     def _answered(self, decision: str, on_answer: Callable[[str], None]) -> None:
-        self.end_question("approved" if decision != "deny" else "denied")
-        if decision != "deny":
+        allowed = decision in ("once", "always")
+        self.end_question("approved" if allowed else "denied")
+        if allowed:
             self._spinner.start()
         on_answer(decision)
 

@@ -7,11 +7,12 @@ import io
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import ToolAnnotations
 
 server = MCPServer("demo")
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))  # it changes nothing
 def add(a: int, b: int) -> str:
     """Add two whole numbers."""
     return f"{a} + {b} = {a + b}"

@@ -499,7 +499,9 @@ def test_write_file_asks_in_the_chat_and_always_remembers(
     )
     assert (work / "b.txt").read_text() == "two" and window.pane.chat.cards["w2"].approval is None
 
-    window.apply_settings(replace(window.session.settings, trusted_tools={}))
+    assert window.session.settings.tool_permissions == {"write_file": "allow"}
+    settings = replace(window.session.settings, trusted_tools={}, tool_permissions={})
+    window.apply_settings(settings)
     provider.script[:] = [Step(tool_calls=[denied]), "Not saved."]
     type_and_send(qtbot, window, "Save three")
     qtbot.waitUntil(
@@ -517,6 +519,20 @@ def test_write_file_asks_in_the_chat_and_always_remembers(
     assert window.pane.chat.cards["w3"].state == "rejected"
     assert "declined" in window.pane.chat.cards["w3"].reason_label.text()
     assert "The user declined this call to write_file." in provider.requests[-1].messages[-1].text
+
+    never = ToolCall("w4", "write_file", {"path": "d.txt", "content": "four"})
+    provider.script[:] = [Step(tool_calls=[never]), "Not saved."]
+    type_and_send(qtbot, window, "Save four")
+    qtbot.waitUntil(lambda: "w4" in window.pane.chat.cards
+                    and window.pane.chat.cards["w4"].approval is not None, timeout=5000)  # fmt: skip
+    qtbot.mouseClick(
+        window.pane.chat.cards["w4"].findChild(QPushButton, "approve_never"),
+        Qt.MouseButton.LeftButton,
+    )
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=5000)
+    assert not (work / "d.txt").exists()
+    assert window.session.settings.tool_permissions == {"write_file": "never"}
+    assert "write_file" not in window.session.toolbox().names  # never offered again
 
 
 def test_stopping_during_the_question_ends_it(
@@ -556,22 +572,26 @@ def test_tool_settings_trust_workspace_and_mcp(
         window.session.settings, window.session.tools.all, window.session.secrets
     )
     qtbot.addWidget(dialog)
-    row = names.index("write_file")
-    trust, calculator_on = (
-        dialog.tool_table.item(row, 3),
-        dialog.tool_table.item(names.index("calculator"), 1),
-    )
-    assert trust is not None and calculator_on is not None
-    assert trust.checkState() == Qt.CheckState.Unchecked
-    trust.setCheckState(Qt.CheckState.Checked)
+    from PySide6.QtWidgets import QComboBox
+
+    runs = {name: dialog.tool_table.cellWidget(row, 3) for row, name in enumerate(names)}
+    write, show = runs["write_file"], runs["show_file"]
+    calculator_on = dialog.tool_table.item(names.index("calculator"), 1)
+    assert isinstance(write, QComboBox) and isinstance(show, QComboBox)
+    assert calculator_on is not None
+    assert (write.currentData(), show.currentData()) == ("ask", "allow")  # as they change things
+    write.setCurrentIndex(write.findData("allow"))
+    show.setCurrentIndex(show.findData("never"))
     calculator_on.setCheckState(Qt.CheckState.Unchecked)
     dialog.mcp_config.setText(str(tmp_path / "mcp.json"))
     chosen = dialog.settings()
     assert chosen.trusted_tools == {"write_file": True}
+    assert chosen.tool_permissions == {"write_file": "allow", "show_file": "never"}
     assert chosen.tools_enabled == {"calculator": False}
     assert chosen.workspace == str(work) and chosen.mcp_config == str(tmp_path / "mcp.json")
     window.apply_settings(chosen)
-    assert "calculator" not in [t.name for t in window.session.toolbox()]
+    offered = [t.name for t in window.session.toolbox()]
+    assert "calculator" not in offered and "show_file" not in offered  # never: not offered
 
 
 def test_a_model_is_calibrated_after_its_first_answer_and_its_card_shown(

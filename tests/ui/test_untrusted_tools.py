@@ -109,6 +109,5 @@ def test_a_program_to_approve_reads_as_its_lines() -> None:
     shown = format_arguments({"code": "import statistics\nprint(statistics.mean([1, 2]))",
                               "label": "a\\nb", "n": 3})  # fmt: skip
     assert shown == (
-        "code:\n    import statistics\n    print(statistics.mean([1, 2]))\n"
-        'label: "a\\\\nb"\nn: 3'
+        'code:\n    import statistics\n    print(statistics.mean([1, 2]))\nlabel: "a\\\\nb"\nn: 3'
     )

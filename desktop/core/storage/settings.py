@@ -35,6 +35,10 @@ SCHEMA: dict[str, Any] = {
         "workspace": {"type": "string"},
         "mcp_config": {"type": "string"},
         "trusted_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "tool_permissions": {
+            "type": "object",
+            "additionalProperties": {"enum": ["allow", "ask", "never"]},
+        },
         "tool_selection": {"enum": ["auto", "off"]},
         "pinned_tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
         "theme": {"enum": ["system", "light", "dark"]},
@@ -72,6 +76,9 @@ class Settings:
     # a JSON file of MCP servers ({"mcpServers": ...})
     mcp_config: str = field(default="", metadata=RECONNECT)
     trusted_tools: dict[str, bool] = field(default_factory=dict)  # run without asking
+    # Tool name or pattern ("server:*") -> "allow", "ask" or "never" (tools/permissions.py);
+    # over trusted_tools, which older versions read.
+    tool_permissions: dict[str, str] = field(default_factory=dict)
     # "auto": when the tools do not fit (desktop/core/tools/selection.py), each turn offers
     # those that fit its request; "off": always all of them.
     tool_selection: str = "auto"

@@ -4,12 +4,14 @@ and those an embedding app adds; which of them are enabled, trusted and offered.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from desktop.core.messages import Message
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.builtin import builtin_tools
 from desktop.core.tools.mcp import McpConfigError, McpServers, load_mcp_config
+from desktop.core.tools.permissions import Permission, permission_of
 from desktop.core.tools.selection import (
     Offer,
     ToolSelector,
@@ -69,7 +71,9 @@ class ToolCatalog:
         return self.mcp_problems
 
     def toolbox(self, settings: Settings) -> Toolbox:
-        return Toolbox(t for t in self.all if settings.tool_enabled(t.name, not t.off_by_default))
+        """The tools turned on, but for those the person never allows (not offered)."""
+        on = [t for t in self.all if settings.tool_enabled(t.name, not t.off_by_default)]
+        return Toolbox(t for t in on if permission(settings, t) != "never")
 
     def offer(
         self,
@@ -92,6 +96,23 @@ class ToolCatalog:
         return self._selector.select(request, pinned=pinned, used=used)
 
 
+def permission(settings: Settings, tool: Tool) -> Permission:
+    """Allow, ask or never, as the person set it for the tool (see tools/permissions.py)."""
+    return permission_of(
+        tool, tool.needs_approval, settings.tool_permissions, settings.trusted_tools
+    )
+
+
+def remembered(settings: Settings, tool: Tool, decision: str) -> Settings:
+    """The settings with an approval's "always" (allow) or "never" kept for the tool."""
+    allowed = decision == "always"
+    trusted = {k: v for k, v in settings.trusted_tools.items() if k != tool.name}
+    if allowed:
+        trusted[tool.name] = True  # as older versions read it
+    rules = {**settings.tool_permissions, tool.name: "allow" if allowed else "never"}
+    return replace(settings, trusted_tools=trusted, tool_permissions=rules)
+
+
 def trusted(settings: Settings, tool: Tool) -> bool:
-    """Whether the tool runs without asking: trusted by the user, or changing nothing."""
-    return settings.trusted_tools.get(tool.name, not tool.needs_approval)
+    """Whether the tool runs without asking."""
+    return permission(settings, tool) == "allow"

@@ -252,7 +252,8 @@ class McpServer:
             description=f"[{self.config.name}] {spec.description or server_tool}",
             parameters=schema,
             handler=call,
-            needs_approval=not self.config.trusted,
+            # A tool the server marks read-only changes nothing: it runs without asking.
+            needs_approval=not (self.config.trusted or _read_only(spec)),
             cooldown_s=self.config.cooldown_s,
         )
 
@@ -342,3 +343,9 @@ class McpServers:
             library.removeHandler(self._library_log)
             library.propagate = not any(isinstance(h, LibraryLog) for h in library.handlers)
             self._library_log = None
+
+
+def _read_only(spec: Any) -> bool:
+    """Whether the server marks the tool read-only (MCP's `readOnlyHint`)."""
+    annotations = getattr(spec, "annotations", None)
+    return getattr(annotations, "read_only_hint", None) is True
