@@ -140,7 +140,7 @@ async def _run(folder: Path, limits: Limits, pipe: list[int]) -> Run:
         "OMP_NUM_THREADS": "1",
     }  # fmt: skip
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-I", str(_CHILD), str(folder / "run.json"),
+        *child_command(), str(folder / "run.json"),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, cwd=folder, env=environment,
         start_new_session=True, pass_fds=(report_write,),
@@ -171,6 +171,15 @@ async def _run(folder: Path, limits: Limits, pipe: list[int]) -> Run:
     return Run(None if timed_out else process.returncode, out.text, err.text,
                await asyncio.to_thread(_images, folder), timed_out, out.left + err.left,
                unfenced)  # fmt: skip
+
+
+def child_command() -> list[str]:
+    """How the child starts: this Python on the child's file, isolated from the user's
+    site and environment; in the packaged app, the app itself with a flag its entry point
+    answers (packaging/loomchat_main.py)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--sandbox-child"]
+    return [sys.executable, "-I", str(_CHILD)]
 
 
 class _Capped:

@@ -116,8 +116,9 @@ def fence_files(libc: ctypes.CDLL, folder: Path, readable: list[str], said: list
     os.close(ruleset)
 
 
-def main() -> None:
-    settings = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+def main(argv: list[str] | None = None) -> None:
+    """`argv`: the settings file's path (default: the command line's)."""
+    settings = json.loads(Path((argv or sys.argv[1:])[0]).read_text(encoding="utf-8"))
     folder = Path(settings["folder"])
     os.chdir(folder)
     said: list[str] = []
