@@ -15,6 +15,7 @@ BENCHMARKS = {
     "documents": "document collections: indexing speed, index size, search latency by size",
     "retrieval": "document search quality: Python's library reference, recall@5 and MRR",
     "answers": "answers from documents: none, a collection, the page attached (the model)",
+    "code_runner": "the code runner: print(1+1) fenced against plain, hostile programs' ends",
 }
 
 
