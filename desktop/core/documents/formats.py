@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePath
-from typing import Any
 
 from desktop.core.errors import LoomchatError
 
@@ -197,17 +196,16 @@ def _heading_level(style: str) -> int | None:
 
 
 class _HtmlText(HTMLParser):
-    """The visible text of a page in sections at its headings; scripts, styles, the head
-    and the site's navigation (menus, sidebars, search boxes: the same on every page, and
-    they drown a page's own words) left out. Entities are decoded by the parser; nothing is
-    fetched."""
+    """The visible text of a page in sections at its headings; scripts, styles and the
+    head left out. A site's navigation is kept: a documentation page's sidebar lists its
+    own sections, and BM25 found the right page less often without it. Entities are
+    decoded by the parser; nothing is fetched."""
 
     BLOCKS = _listed(
         "p div br li tr td th pre blockquote section article header footer ul ol table dd dt "
         "h1 h2 h3 h4 h5 h6 title"
     )
     HIDDEN = frozenset({"script", "style", "head", "noscript", "template", "svg"})
-    CHROME_ROLES = frozenset({"navigation", "search"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -216,15 +214,8 @@ class _HtmlText(HTMLParser):
         self._text: list[str] = []
         self._hidden = 0
         self._heading: tuple[int, list[str]] | None = None
-        self._chrome: list[Any] | None = None  # [the navigation's tag, its open depth]
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self._chrome is not None:
-            self._chrome[1] += tag == self._chrome[0]
-            return
-        if tag == "nav" or dict(attrs).get("role") in self.CHROME_ROLES:
-            self._chrome = [tag, 1]
-            return
         if tag in self.HIDDEN:
             self._hidden += 1
         elif tag in self.BLOCKS:
@@ -234,11 +225,6 @@ class _HtmlText(HTMLParser):
             self._heading = (int(tag[1]), [])
 
     def handle_endtag(self, tag: str) -> None:
-        if self._chrome is not None:
-            if tag == self._chrome[0]:
-                self._chrome[1] -= 1
-                self._chrome = self._chrome if self._chrome[1] else None
-            return
         if tag in self.HIDDEN:
             self._hidden = max(0, self._hidden - 1)
         elif tag in self.BLOCKS:
@@ -251,7 +237,7 @@ class _HtmlText(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         # A lone pilcrow is a heading's permalink (Sphinx, MkDocs), not its words.
-        if self._hidden or self._chrome is not None or data.strip() == "¶":
+        if self._hidden or data.strip() == "¶":
             return
         self._text.append(data)
         if self._heading is not None:
