@@ -247,9 +247,7 @@ async def shoot_second_look(out: Path) -> None:
         print(f"saved {out / 'second-look.png'}")
 
 
-DOCUMENTS_QUESTION = (
-    "Search my documents: how does Loomchat keep a document from instructing the model?"
-)
+DOCUMENTS_QUESTION = "Where does Loomchat keep the index of my documents?"
 
 
 async def shoot_documents(out: Path) -> None:

@@ -54,6 +54,7 @@ class EmbeddingsChooser(QWidget):
         row.addWidget(self.choice)
         row.addWidget(self.model, 1)
         row.addWidget(self.pick)
+        row.addStretch()  # the choice keeps its width when no model field is shown
         self._shown()
         self.choice.currentIndexChanged.connect(self._changed)
         self.model.editingFinished.connect(self._settled)
