@@ -360,17 +360,19 @@ class Session:
         if offer.selected:
             trace.offer = offer.to_dict()
         tools_on = preset is None or preset.tools
+        tools = offer.tools if tools_on else []
         if user is not None and tools_on and self.library is not None:
             searched = self.library.searched_first(
                 text, conversation, offer.tools, self.settings, collections
             )
             async for event in searched:
                 trace.record(event)  # before the first request: the trace keeps it apart
+                tools = [t for t in tools if t.name != SEARCH_DOCUMENTS]  # searched: not again
                 yield event
         turn = run_turn(
             # Bounded to the model's context; each step's call-gate record kept.
             FittedHistory(backend.traced.observe(active), self.context_size),
-            Toolbox(offer.tools if tools_on else []),
+            Toolbox(tools),
             conversation,
             settings=settings,
             dedupe=self.dedupe,

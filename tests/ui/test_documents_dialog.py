@@ -69,7 +69,6 @@ def test_an_answers_citations_link_to_the_passages_files(
     qtbot: Any, make_window: WindowFactory, tmp_path: Path
 ) -> None:
     from desktop.core.documents.index import DocumentIndex
-    from desktop.core.messages import ToolCall
     from desktop.ui.citations import SCHEME
     from desktop.ui.markdown_view import ProseLabel
     from tests.support.fakes import Step
@@ -81,9 +80,8 @@ def test_an_answers_citations_link_to_the_passages_files(
     index = DocumentIndex(tmp_path / "data" / "documents.sqlite3")
     index.add_sources("notes", [folder])
     index.close()
-    call = ToolCall("s1", NAME, {"query": "kayak"})
     answer = "It is in the blue shed [1], see [7] and [a link](https://example.com)."
-    window, _ = make_window([Step(tool_calls=[call]), Step(chunks=[answer])])
+    window, _ = make_window([Step(chunks=[answer])])  # searched first, as by default
     jobs = window.documents
     assert jobs is not None
     jobs.update()
@@ -98,7 +96,7 @@ def test_an_answers_citations_link_to_the_passages_files(
         return " ".join(w.text() for w in body.findChildren(ProseLabel))
 
     assert f"({SCHEME}:1)" in shown() and f"{SCHEME}:7" not in shown()  # [7] was not a source
-    card = window.pane.chat.cards["s1"]
+    (card,) = [c for c in window.pane.chat.cards.values() if c.name == NAME]
     assert card.sources_label.isVisibleTo(card) and "boat.md" in card.sources_label.text()
     assert f"({SCHEME}:1)" in card.sources_label.text()
     body = answer_bubbles(window)[-1].body
