@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import time
 from pathlib import Path
 
+from bench.report import percentiles, write_table
 from desktop.core.tools.sandbox import Limits, run_program
 
 HOSTILE = {
@@ -32,11 +32,6 @@ HOSTILE = {
     "write outside": "open('/tmp/loomchat-bench-outside', 'w').write('x')",
 }
 LIMITS = Limits(cpu_s=5, wall_s=15)
-
-
-def percentiles(timings: list[float]) -> tuple[float, float]:
-    ordered = sorted(timings)
-    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
 
 
 async def plain(code: str) -> None:
@@ -91,10 +86,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/code_runner.md"))
     args = parser.parse_args()
     rows = asyncio.run(measure(args.runs))
-    table = "| metric | value |\n| --- | --- |\n" + "".join(f"| {m} | {v} |\n" for m, v in rows)
-    print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table, encoding="utf-8")
+    write_table(rows, args.out)
 
 
 if __name__ == "__main__":

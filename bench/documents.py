@@ -28,7 +28,6 @@ import asyncio
 import os
 import random
 import shutil
-import statistics
 import sysconfig
 import tempfile
 import time
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.report import percentiles, write_table
 from desktop.core.documents.chunks import Chunk
 from desktop.core.documents.formats import readable
 from desktop.core.documents.index import DocumentIndex
@@ -149,11 +149,6 @@ def search_speed(source: Path, sizes: list[int], work: Path) -> list[tuple[str, 
     return rows
 
 
-def percentiles(timings: list[float]) -> tuple[float, float]:
-    ordered = sorted(timings)
-    return statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1]
-
-
 def vector_speed(index: DocumentIndex, size: int, rng: random.Random) -> tuple[str, str]:
     """Every passage given a vector of all-MiniLM's length (random, normalised: the cost of
     the search does not depend on what the vectors say), then the nearest ones timed as the
@@ -198,10 +193,7 @@ def main() -> None:
         rows = asyncio.run(index_speed(files, work))
         sizes = [int(s) for s in args.sizes.split(",") if s]
         rows += search_speed(work / "index.sqlite3", sizes, work)
-    table = "| metric | value |\n| --- | --- |\n" + "".join(f"| {m} | {v} |\n" for m, v in rows)
-    print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table, encoding="utf-8")
+    write_table(rows, args.out)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from desktop.core.documents.chunks import Chunk
 from desktop.core.errors import LoomchatError
@@ -110,6 +111,12 @@ class CollectionInfo:
     chunks: int
     pages: int
     problems: tuple[tuple[str, str], ...]  # (path, what is wrong with it)
+
+
+def hit_from_row(row: Sequence[Any], method: str, score: float) -> Hit:
+    """A Hit from a row that starts with HIT_COLUMNS, scored by `method`."""
+    return Hit(int(row[0]), row[1], row[2], row[3], row[4], row[5], row[6], row[7], score,
+               {method: score})  # fmt: skip
 
 
 class DocumentIndex:
@@ -292,8 +299,7 @@ class DocumentIndex:
         )
         with self._lock:
             rows = self._db.execute(sql, [*arguments, limit]).fetchall()
-        return [Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], -float(r[8]),
-                    {"bm25": -float(r[8])}) for r in rows]  # fmt: skip
+        return [hit_from_row(r, "bm25", -float(r[8])) for r in rows]
 
     def passages(self) -> list[tuple[str, str]]:
         """Every passage as (its file, its text): for benchmarks that build other indexes

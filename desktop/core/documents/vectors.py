@@ -16,7 +16,13 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop.core.documents.embeddings import Embedder, EmbeddingError, Vectors
-from desktop.core.documents.index import HIT_COLUMNS, HIT_JOINS, DocumentIndex, Hit
+from desktop.core.documents.index import (
+    HIT_COLUMNS,
+    HIT_JOINS,
+    DocumentIndex,
+    Hit,
+    hit_from_row,
+)
 
 # Passages sent to the embedding server per request.
 BATCH = 32
@@ -112,20 +118,15 @@ class VectorIndex:
             return []
         best = np.argpartition(-cosines, count - 1)[:count]
         best = best[np.argsort(-cosines[best])]
-        ids = [int(matrix.chunks[i]) for i in best]
         score = {int(matrix.chunks[i]): float(cosines[i]) for i in best}
-        found = {hit.chunk: hit for hit in self._hits(ids)}
-        return [
-            Hit(*_fields(found[c]), score[c], {"embedding": score[c]}) for c in ids if c in found
-        ]
-
-    def _hits(self, ids: list[int]) -> list[Hit]:
-        marks = ", ".join("?" * len(ids))
+        marks = ", ".join("?" * len(score))
         with self.index.locked() as db:
             rows = db.execute(
-                f"SELECT {HIT_COLUMNS} FROM chunks {HIT_JOINS} WHERE chunks.id IN ({marks})", ids
+                f"SELECT {HIT_COLUMNS} FROM chunks {HIT_JOINS} WHERE chunks.id IN ({marks})",
+                list(score),
             ).fetchall()
-        return [Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], 0.0) for r in rows]
+        found = {int(row[0]): row for row in rows}  # a passage gone meanwhile is left out
+        return [hit_from_row(found[c], "embedding", s) for c, s in score.items() if c in found]
 
     def _matrix(self, model: str) -> _Matrix | None:
         with self.index.locked() as db:
@@ -161,10 +162,6 @@ class VectorIndex:
             )
             self._matrices[model] = matrix
             return matrix
-
-
-def _fields(hit: Hit) -> tuple[int, str, str, int | None, str, int, int, str]:
-    return hit.chunk, hit.collection, hit.path, hit.page, hit.heading, hit.start, hit.end, hit.text
 
 
 async def embed_collection(

@@ -168,8 +168,9 @@ async def _run(folder: Path, limits: Limits, pipe: list[int]) -> Run:
         )
     except ValueError:
         unfenced = ["the fences were not put up"]
-    return Run(None if timed_out else process.returncode, out.text, err.text,
-               await asyncio.to_thread(_images, folder), timed_out, out.left + err.left,
+    (stdout, out_cut), (stderr, err_cut) = out.kept(), err.kept()
+    return Run(None if timed_out else process.returncode, stdout, stderr,
+               await asyncio.to_thread(_images, folder), timed_out, out_cut + err_cut,
                unfenced)  # fmt: skip
 
 
@@ -195,11 +196,10 @@ class _Capped:
             self.size += min(len(chunk), room)
             self.left += max(0, len(chunk) - room)
 
-    @property
-    def text(self) -> str:
+    def kept(self) -> tuple[str, int]:
+        """The text kept, and how much was left out (bytes never kept, characters cut)."""
         whole = b"".join(self.parts).decode("utf-8", "replace")
-        self.left += max(0, len(whole) - self.limit)
-        return whole[: self.limit]
+        return whole[: self.limit], self.left + max(0, len(whole) - self.limit)
 
 
 def _kill_group(pid: int) -> None:
