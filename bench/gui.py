@@ -8,7 +8,10 @@
 3. opening a 1,000-message conversation (Markdown, code, tool cards with images, and a
    regenerated answer with its version switcher every 10 messages);
 4. the longest stall while a full-speed download runs, and while 2,000 files are indexed
-   with the Documents dialog showing the progress.
+   with the Documents dialog showing the progress;
+5. the longest stall while `run_python` runs each hostile program of `bench code_runner`
+   (a loop, a fork bomb, 10 GB, a connect, a write outside) in the shown window
+   (`--only hostile`: this one alone).
 """
 
 from __future__ import annotations
@@ -249,17 +252,54 @@ async def indexing_stall(files: int) -> dict[str, float]:
             "files_per_s": files / elapsed}  # fmt: skip
 
 
+async def hostile_stall() -> dict[str, float]:
+    """The longest event-loop stall of a shown window while the code runner runs each
+    hostile program in turn, as a call in a chat would (the real tool, its real limits)."""
+    from bench.code_runner import HOSTILE
+    from desktop.core.messages import ToolCall
+    from desktop.core.tools.builtin.python_runner import NAME, run_python_tool
+    from desktop.core.tools.toolbox import Toolbox
+    from desktop.ui.app import build
+
+    window, controller, session, _ = build(Path(tempfile.mkdtemp(prefix="loomchat-bench-")))
+    window.show()
+    box = Toolbox([run_python_tool()])
+    heart = Heartbeat()
+    started = time.perf_counter()
+    heart.start()
+    for number, code in enumerate(HOSTILE.values()):
+        await box.run(ToolCall(f"h{number}", NAME, {"code": code}))
+    elapsed = time.perf_counter() - started
+    gaps = heart.stop()
+    await controller.shutdown()
+    await session.close()
+    window.close()
+    return {"max_stall_ms": gaps[-1] - 5, "p99_stall_ms": gaps[int(len(gaps) * 0.99)] - 5,
+            "seconds": elapsed}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=["hostile"], help="this measure alone")
     args = parser.parse_args()
     from PySide6.QtWidgets import QApplication
 
     from desktop.ui.app import run_on_qt
 
-    shown_ms, idle_mb = startup(args.runs)
     app = QApplication(sys.argv[:1])
     app.setQuitOnLastWindowClosed(False)  # each measure opens and closes its own window
+    hostile = run_on_qt(app, hostile_stall())
+    line = (
+        f"{'longest GUI stall, hostile programs run':45} {hostile['max_stall_ms']:8.1f} ms "
+        f"{50:>7} ms  {hostile['max_stall_ms'] / 50:10.2f}\n(hostile programs: "
+        f"{hostile['seconds']:.0f} s in all, p99 stall {hostile['p99_stall_ms']:.1f} ms)"
+    )
+    if args.only == "hostile":
+        print(line)
+        sys.stdout.flush()
+        os._exit(0)
+    shown_ms, idle_mb = startup(args.runs)
     open_ms = open_long_conversation(1000)
     stall = run_on_qt(app, streaming_stall(4000, 2000))
     download = run_on_qt(app, download_stall(512))
@@ -288,6 +328,7 @@ def main() -> None:
         f"(indexing: {indexing['files_per_s']:.0f} files/s with the dialog open, "
         f"p99 stall {indexing['p99_stall_ms']:.1f} ms)"
     )
+    print(line)
     sys.stdout.flush()
     # Qt objects finalised during interpreter shutdown may crash PySide6; all is printed.
     os._exit(0)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO, assert_never
 
 from desktop.cli_docs import add_docs_parser, docs_command
+from desktop.cli_mcp import add_mcp_parser, mcp_command
 from desktop.cli_models import add_models_parser, models_command, printable
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help=API_KEY_HELP)  # fmt: skip
     add_models_parser(commands)
     add_docs_parser(commands)
+    add_mcp_parser(commands)
     return parser
 
 
@@ -349,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         "calibrate": calibrate_command,
         "models": models_command,
         "docs": docs_command,
+        "mcp": mcp_command,
     }
     if args.command not in commands:  # `gui`: desktop/__main__.py opens the window
         parser.error(f"{args.command!r} is not a headless command; run: python -m desktop")

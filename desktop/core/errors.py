@@ -4,7 +4,8 @@ on; none is a crash: the window shows it and goes on, the CLI prints it and exit
 LoomchatError
 ├── UsageError          what was asked cannot be done as asked (CLI exit 2): a tools file
 │   │                   that is not a list of functions, an unknown tool name
-│   └── McpConfigError  the MCP servers file is missing or malformed
+│   ├── McpConfigError  the MCP servers file is missing or malformed
+│   └── McpCatalogueError  the MCP catalogue cannot be read, or an install not made
 ├── ProviderError       a backend failed: not running, refused, broke off its answer
 ├── RuntimeSetupError   the built-in runtime cannot start: no llama-server, no model
 ├── DataFolderError     the data folder cannot be used (read-only, damaged, full)
@@ -26,6 +27,7 @@ LoomchatError
     ├── WorkspaceError    a path outside the workspace, or a file it cannot read
     ├── CalculationError  an expression the calculator refuses
     ├── McpToolError      an MCP server ran the tool and it failed
+    ├── PageRefused       a web page fetch_url will not fetch: a private address, too big
     └── WorkerCrashed     the worker process running a tool died
 
 Errors of a value (UsageError, DamagedFile, GgufError, UnreadablePdf, ImageError,

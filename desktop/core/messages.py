@@ -118,6 +118,23 @@ def fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text}\n{fence}"
 
 
+def unfenced(text: str) -> str:
+    """`text` with the fences `fenced` put around quoted parts taken away (a fence line and
+    the same line further on; shorter runs inside are the quoted text's own): for a person,
+    who sees where a quote starts without them."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    closing: str | None = None
+    for at, line in enumerate(lines):
+        if closing is not None and line == closing:
+            closing = None
+        elif closing is None and _BACKTICK_RUNS.fullmatch(line) and line in lines[at + 1 :]:
+            closing = line
+        else:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:12]
 

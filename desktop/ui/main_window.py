@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
 from desktop.core.calibration.card import Calibration
 from desktop.core.connection import Connection
 from desktop.core.events import Event, TextDelta, ThinkingDelta, ToolStarted, TurnFinished, Usage
-from desktop.core.messages import Image
 from desktop.core.models.catalogue import CatalogueModel
 from desktop.core.models.gguf_header import embeds
 from desktop.core.models.library import mark_used
@@ -53,6 +52,7 @@ from desktop.ui.resources import resource
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.shortcuts import ShortcutsDialog, shortcut_list, show_about
 from desktop.ui.theme import MAX_POINTS, MIN_POINTS, Appearance
+from desktop.ui.tools_dialog import show_tools
 
 
 class MainWindow(QMainWindow):
@@ -102,7 +102,7 @@ class MainWindow(QMainWindow):
         self.first_run.retry.connect(self.controller.reconnect)
         self.first_run.open_settings.connect(self.open_settings)
         self.pane = ChatPane(controller, self.context_meter, self.first_run)
-        self.pane.chat.image_clicked.connect(self._open_image)
+        self.pane.chat.image_clicked.connect(lambda image: ImageDialog(image, self).exec())
         self.pane.changed.connect(lambda: self.refresh_conversations(keep_selection=True))
         splitter = QSplitter()
         splitter.addWidget(self.sidebar)
@@ -300,6 +300,9 @@ class MainWindow(QMainWindow):
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             dialog.show()
 
+    def open_tools(self) -> None:
+        show_tools(self)
+
     def open_presets(self) -> None:
         names = self.session.documents.names() if self.session.documents else []
         dialog = PresetsDialog(self.session.presets.copy(), self, names)
@@ -375,9 +378,6 @@ class MainWindow(QMainWindow):
         url = self.session.connection.url
         settings = replace(self.session.settings, backend="ollama", url=url, model=name)
         self.apply_settings(settings)
-
-    def _open_image(self, image: Image) -> None:
-        ImageDialog(image, self).exec()
 
     # --- closing ----------------------------------------------------------------------
 

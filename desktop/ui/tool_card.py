@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.messages import Image, Source
+from desktop.core.messages import Image, Source, unfenced
 from desktop.ui.accessible import describe
 from desktop.ui.citations import linked, open_source, source_of
 
@@ -203,7 +203,7 @@ class ToolCard(QFrame):
         self._spinner.stop()
         self._render_state()
         self.duration_label.setText(_duration(duration_ms))
-        self.result_text = content
+        self.result_text = unfenced(content)  # the quotes' fences are for the model
         self._show_result(False)
         self.result_label.show()
         self.expand_button.setVisible(len(content) > RESULT_PREVIEW_CHARS)

@@ -27,7 +27,7 @@ class ToolTable(QTableWidget):
         describe(self, "Each tool: on or off, its cooldown, and whether it runs without "
                  "asking, asks each time, or is never offered", "Tools")  # fmt: skip
         for row, tool in enumerate(tools):
-            name = QTableWidgetItem(tool.name)
+            name = QTableWidgetItem(f"{tool.name} · goes online" if tool.online else tool.name)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled)
             name.setToolTip(tool.description)
             self.setItem(row, 0, name)

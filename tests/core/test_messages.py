@@ -96,3 +96,13 @@ def test_a_messages_meta_is_typed_and_stored_as_it_always_was() -> None:
         assert message.to_dict()["meta"] == meta
     odd = Message.from_dict({"role": "tool", "parts": [], "meta": {"duration_ms": "slow"}})
     assert odd.meta.duration_ms is None and odd.meta.other == {}
+
+
+def test_the_fences_around_quotes_are_taken_away_for_a_person_and_only_they() -> None:
+    from desktop.core.messages import fenced, unfenced
+
+    inner = "a\n```\nits own fence stays\n```\nb"
+    text = f"exit code 0\noutput:\n{fenced(inner)}\nerrors:\n{fenced('oops')}"
+    assert unfenced(text) == f"exit code 0\noutput:\n{inner}\nerrors:\noops"
+    assert unfenced("```\nnever closed") == "```\nnever closed"
+    assert unfenced("no quotes") == "no quotes"

@@ -61,6 +61,11 @@ HOSTILE: dict[str, tuple[str, Any]] = {
     "5 MB content": ("write_file", {"path": "big.txt", "content": BIG}),
     "content with a lone surrogate": ("write_file", {"path": "half.txt", "content": "a\ud83db"}),
     "unknown tool with huge arguments": ("no_such_tool", {"a": deep(10_000)}),
+    "a file URL": ("fetch_url", {"url": "file:///etc/passwd"}),
+    "the cloud metadata address": ("fetch_url", {"url": "http://169.254.169.254/latest/"}),
+    "this machine by name": ("fetch_url", {"url": "http://localhost:22/"}),
+    "5 MB URL": ("fetch_url", {"url": "https://example.org/" + BIG}),
+    "URL with NUL": ("fetch_url", {"url": "http://example.org/\x00"}),
 }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from desktop.ui.chat_header import SystemPromptDialog
 from desktop.ui.models_dialog import ModelsDialog
 from desktop.ui.presets_dialog import PresetsDialog
 from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.tools_dialog import ToolsDialog
 from tests.support.fakes import Step
 from tests.ui.conftest import WindowFactory
 from tests.ui.test_branches import idle
@@ -78,6 +79,7 @@ def test_every_control_of_the_dialogs_is_named_and_described(
         ),
         PresetsDialog(PresetBook()),
         SystemPromptDialog("Be brief."),
+        ToolsDialog(window.session, window.controller, window),
     ]
     for dialog in dialogs:
         qtbot.addWidget(dialog)

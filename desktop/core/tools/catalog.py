@@ -55,18 +55,16 @@ class ToolCatalog:
         return [*self.mcp_problems, *self.name_problems]
 
     async def start_mcp(self, settings: Settings) -> list[str]:
-        """(Re)start the MCP servers of the settings; returns what went wrong, per server."""
-        await self.mcp.close()
-        self.mcp = McpServers([])
-        self.mcp_problems = []
+        """Run the MCP servers the settings' file lists; returns what went wrong, per server."""
         self.mcp_config_started = settings.mcp_config
+        configs, unreadable = [], []
         if settings.mcp_config:
             try:
-                self.mcp = McpServers(load_mcp_config(Path(settings.mcp_config)))
+                configs = load_mcp_config(Path(settings.mcp_config))
             except McpConfigError as exc:
-                self.mcp_problems = [str(exc)]
-            else:
-                self.mcp_problems = await self.mcp.start()
+                unreadable = [str(exc)]
+        # those running as configured go on; the others stop, and new ones start
+        self.mcp_problems = unreadable + await self.mcp.update(configs)
         self.collect(settings)
         return self.mcp_problems
 

@@ -23,12 +23,13 @@ from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 
 from desktop.core.errors import ToolError, UsageError
 from desktop.core.messages import Image
+from desktop.core.storage.jsonfile import DamagedFile, read_json
 from desktop.core.tools.toolbox import Tool, ToolOutput
 
 CONFIG_SCHEMA: dict[str, Any] = {
@@ -110,10 +111,19 @@ def parse_mcp_config(raw: Any, source: str = "the MCP configuration") -> list[Mc
 
 def load_mcp_config(path: Path) -> list[McpServerConfig]:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        raw = read_json(path)  # capped, and never a FIFO that would hang the read
+    except (OSError, DamagedFile) as exc:
         raise McpConfigError(f"cannot read {path}: {exc}") from None
     return parse_mcp_config(raw, str(path))
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """Where a server is, as the Tools page shows it."""
+
+    kind: Literal["starting", "running", "failed", "stopped"]
+    tools: int = 0
+    reason: str = ""
 
 
 def result_output(result: Any) -> ToolOutput:
@@ -162,6 +172,16 @@ class McpServer:
         except TimeoutError:
             self.error = f"MCP server '{self.config.name}' did not start within {timeout_s:g} s."
             await self.close()
+
+    @property
+    def state(self) -> ServerState:
+        if self.error is not None:
+            return ServerState("failed", reason=self.error)
+        if self._task is None:
+            return ServerState("stopped")
+        if not self._ready.is_set():
+            return ServerState("starting")
+        return ServerState("running", tools=len(self.tools))
 
     def _precheck(self) -> str | None:
         if self.config.command and shutil.which(self.config.command) is None:
@@ -319,18 +339,42 @@ class McpServers:
         self.start_timeout_s = start_timeout_s
         self._library_log: LibraryLog | None = None
 
+    async def update(self, configs: list[McpServerConfig]) -> list[str]:
+        """Run the servers `configs` list: those running as configured go on untouched,
+        the others stop, and new ones start. Returns the problems, as `start`."""
+        kept = [s for s in self.servers if s.config in configs and s.error is None]
+        await asyncio.gather(*(s.close() for s in self.servers if s not in kept))
+        running = [s.config for s in kept]
+        new = [McpServer(c) for c in configs if c not in running]
+        prefixes = {s.prefix for s in kept}
+        for server in new:
+            server.prefix = unique_name(server.prefix, prefixes)
+            prefixes.add(server.prefix)
+        order = {c.name: n for n, c in enumerate(configs)}
+        self.servers = sorted(kept + new, key=lambda s: order[s.config.name])
+        await self._start(new)
+        return self.problems
+
+    @property
+    def problems(self) -> list[str]:
+        """One per server that failed, and one per tool a running server left out."""
+        return [s.error or "" for s in self.servers if s.error] + [
+            warning for s in self.servers if s.error is None for warning in s.warnings
+        ]
+
     async def start(self) -> list[str]:
         """Start every server; returns the problems: one per server that failed, and one per
         tool a running server offers that was left out."""
-        if self.servers and self._library_log is None:
+        await self._start(self.servers)
+        return self.problems
+
+    async def _start(self, servers: list[McpServer]) -> None:
+        if servers and self._library_log is None:
             self._library_log = LibraryLog()
             library = logging.getLogger("mcp")
             library.addHandler(self._library_log)
             library.propagate = False
-        await asyncio.gather(*(s.start(self.start_timeout_s) for s in self.servers))
-        return [s.error or "" for s in self.servers if s.error] + [
-            warning for s in self.servers if s.error is None for warning in s.warnings
-        ]
+        await asyncio.gather(*(s.start(self.start_timeout_s) for s in servers))
 
     @property
     def tools(self) -> list[Tool]:

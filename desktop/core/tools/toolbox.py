@@ -65,6 +65,7 @@ class Tool(ToolSpec):
     timeout_s: float = DEFAULT_TIMEOUT_S
     needs_approval: bool = False  # it changes something: the user says yes first
     off_by_default: bool = False  # offered only once the user turns it on
+    online: bool = False  # it reaches the internet: said wherever tools are listed
 
 
 @dataclass(frozen=True)

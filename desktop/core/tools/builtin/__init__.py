@@ -8,6 +8,7 @@ from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import chart_tool
 from desktop.core.tools.builtin.clock import CURRENT_TIME
 from desktop.core.tools.builtin.python_runner import run_python_tool
+from desktop.core.tools.builtin.web_page import fetch_url_tool
 from desktop.core.tools.builtin.workspace import Workspace, workspace_tools
 from desktop.core.tools.toolbox import Tool
 
@@ -18,4 +19,4 @@ def builtin_tools(workspace: Path | None = None, dark: bool = False) -> list[Too
     tools = [CALCULATOR, CURRENT_TIME, chart_tool(dark)]
     if workspace is not None:
         tools += workspace_tools(Workspace(workspace))
-    return [*tools, run_python_tool(workspace)]
+    return [*tools, run_python_tool(workspace), fetch_url_tool()]
