@@ -10,9 +10,11 @@ The questions are `bench retrieval`'s (a module's own docstring, its name taken 
 Python's Library Reference from Debian's python3.11-doc), asked as "Which module of
 Python's standard library is this: ...? Answer with its name." Right: the module's name is
 in the answer. Cited: a citation [n] in the answer points at the module's page (only
-where the documents were searched). Each question is asked in a new conversation, after
-the app's calibration of the model on the built-in tools (one, kept for every condition, as
-in the app when a person adds documents to a model already calibrated).
+where the documents were searched). A source line copied: the answer is a passage's
+source line ("[1] os.html — Navigation"), not a sentence. Each question is asked in a new
+conversation, after the app's calibration of the model on the built-in tools (one, kept
+for every condition, as in the app when a person adds documents to a model already
+calibrated).
 
 Writes `bench/results/answers.md` and the answers in detail to `answers.json`.
 """
@@ -51,6 +53,9 @@ from desktop.core.storage.settings import Settings
 # (characters, about four to a token).
 ATTACHED_CHARS = 4 * CONTEXT_SIZE // 2
 _CITATION = re.compile(r"\[(\d{1,3})\]")
+# An answer that is a passage's source line copied ("[1] os.html — Navigation"), not a
+# sentence: right by its file's name, yet no answer a person wants.
+_HEADER = re.compile(r"^\s*\[\d{1,3}\] \S+\.\w+\b")
 
 
 def asked(sentence: str) -> str:
@@ -92,7 +97,8 @@ async def ask_all(session: Session, chosen: dict[str, str], how: str,
         searched = name in sources.values()
         mark = "ok " if right else "BAD"
         print(f"  {how:9} {mark} {name:16} {reply[:70]!r}", flush=True)
-        rows.append({"how": how, "module": name, "right": right, "cited": cited,
+        echoed = bool(_HEADER.match(reply))
+        rows.append({"how": how, "module": name, "right": right, "cited": cited, "echoed": echoed,
                      "searched": searched, "seconds": seconds, "answer": reply})  # fmt: skip
     return rows
 
@@ -136,8 +142,9 @@ async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int,
 
 
 def summary(label: str, result: dict[str, Any]) -> str:
-    lines = ["| model | documents | right | cited (of right) | page searched | s per question |",
-             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = ["| model | documents | right | cited (of right) | a source line copied | "
+             "page searched | s per question |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     names = {"none": "none", "documents": "a collection, searched as the app's default says",
              "always": "a collection, searched before every answer",
              "attached": "the right page attached whole"}  # fmt: skip
@@ -147,11 +154,12 @@ def summary(label: str, result: dict[str, Any]) -> str:
             continue
         right = sum(r["right"] for r in rows)
         cited = sum(r["cited"] for r in rows if r["right"])
+        echoed = sum(r.get("echoed", False) for r in rows)
         searched = sum(r["searched"] for r in rows)
         seconds = sorted(r["seconds"] for r in rows)[len(rows) // 2]
         searching = how in ("documents", "always")
         lines.append(f"| {label} | {shown} | {right}/{len(rows)} | "
-                     f"{cited if searching else '—'} | "
+                     f"{cited if searching else '—'} | {echoed if searching else '—'} | "
                      f"{searched if searching else '—'} | {seconds:.1f} |")  # fmt: skip
     return "\n".join(lines)
 

@@ -21,6 +21,7 @@ from typing import Any, TextIO, assert_never
 from desktop.cli_docs import add_docs_parser, docs_command
 from desktop.cli_mcp import add_mcp_parser, mcp_command
 from desktop.cli_models import add_models_parser, models_command, printable
+from desktop.cli_serve import add_serve_parser, serve_command
 from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
 from desktop.core.errors import LoomchatError, UsageError
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(commands)
     add_docs_parser(commands)
     add_mcp_parser(commands)
+    add_serve_parser(commands)
     return parser
 
 
@@ -352,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         "models": models_command,
         "docs": docs_command,
         "mcp": mcp_command,
+        "serve": serve_command,
     }
     if args.command not in commands:  # `gui`: desktop/__main__.py opens the window
         parser.error(f"{args.command!r} is not a headless command; run: python -m desktop")

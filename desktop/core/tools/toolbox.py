@@ -235,7 +235,7 @@ def _repaired(schema: Any, value: Any) -> Any:
     return value
 
 
-def validate_arguments(tool: Tool, arguments: Any) -> str | None:
+def validate_arguments(tool: ToolSpec, arguments: Any) -> str | None:
     """Strict check: an object, every required argument, nothing outside the schema, types."""
     params = ", ".join(tool.properties) or "none"
     if not isinstance(arguments, dict):

@@ -1,0 +1,1 @@
+"""Loomchat as a server: an OpenAI-compatible API over the session's connected model."""
