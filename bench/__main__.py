@@ -16,6 +16,7 @@ BENCHMARKS = {
     "retrieval": "document search quality: Python's library reference, recall@5 and MRR",
     "answers": "answers from documents: none, a collection, the page attached (the model)",
     "code_runner": "the code runner: print(1+1) fenced against plain, hostile programs' ends",
+    "api": "desktop serve against llama-server's API: BFCL accuracy, added latency",
     "code_answers": "the code runner against the calculator: arithmetic and data questions",
 }
 

@@ -91,7 +91,7 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
             answering = FittedHistory(active, context)
         name = provider.model or (file.name if file else "loomchat")
         token = api_token(SecretStore(), args.new_token)
-        api = ChatApi(Backend(lambda: answering, lambda: name), token)
+        api = ChatApi(Backend.fixed(answering, name), token)
         server = ApiServer(api, args.host, args.port)
         await server.start()
         card = (

@@ -71,6 +71,11 @@ class Backend:
     provider: Callable[[], Provider | None]
     model: Callable[[], str]
 
+    @classmethod
+    def fixed(cls, provider: Provider | None, model: str) -> Backend:
+        """One model that never changes (the CLI's, a bench's)."""
+        return cls(lambda: provider, lambda: model)
+
 
 class ChatApi:
     def __init__(self, backend: Backend, token: str,

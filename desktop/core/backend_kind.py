@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-BackendKind = Literal["ollama", "lmstudio", "koboldcpp", "llamacpp", "openai"]
+BackendKind = Literal["ollama", "lmstudio", "koboldcpp", "llamacpp", "openai", "vllm", "sglang"]
 BACKEND_KINDS: tuple[BackendKind, ...] = get_args(BackendKind)
 
 # Emulated is the default for local models; auto takes the calibration's choice.

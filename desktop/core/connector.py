@@ -18,6 +18,7 @@ from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.discovery import Found
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, ProbingProvider, make_provider
+from desktop.core.providers.transport import Transport, TransportError
 from desktop.core.runtime import LlamaServer, RuntimeSetupError, ensure_bundled_model
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.settings import Settings
@@ -73,7 +74,7 @@ class Connector:
         await self._close_provider()
         try:
             provider = await self._open_backend(settings)
-        except (ProviderError, RuntimeSetupError) as exc:
+        except (ProviderError, RuntimeSetupError, TransportError) as exc:
             self.connection = Connection(False, str(exc), settings.backend)
             return self.connection
         if provider is None:
@@ -126,9 +127,10 @@ class Connector:
             kind, url = found[0].kind, found[0].url
         else:
             url = settings.url or BACKENDS[kind].default_url
-        return make_provider(
-            kind, url, settings.model, api_key=self.secrets.get(kind), num_ctx=settings.context_size
-        )
+        transport = Transport.of(settings.ca_file, settings.client_cert, settings.client_key,
+                                 settings.headers, settings.proxy)  # fmt: skip
+        return make_provider(kind, url, settings.model, api_key=self.secrets.get(kind),
+                             num_ctx=settings.context_size, transport=transport)  # fmt: skip
 
     async def _start_runtime(self, settings: Settings) -> ProbingProvider:
         model = Path(settings.runtime_model) if settings.runtime_model else None

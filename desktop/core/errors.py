@@ -5,7 +5,8 @@ LoomchatError
 ├── UsageError          what was asked cannot be done as asked (CLI exit 2): a tools file
 │   │                   that is not a list of functions, an unknown tool name
 │   ├── McpConfigError  the MCP servers file is missing or malformed
-│   └── McpCatalogueError  the MCP catalogue cannot be read, or an install not made
+│   ├── McpCatalogueError  the MCP catalogue cannot be read, or an install not made
+│   └── TransportError  a connection setting that cannot be used: a CA file, a header
 ├── ProviderError       a backend failed: not running, refused, broke off its answer
 ├── RuntimeSetupError   the built-in runtime cannot start: no llama-server, no model
 ├── DataFolderError     the data folder cannot be used (read-only, damaged, full)

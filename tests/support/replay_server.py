@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import ssl
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,7 +52,9 @@ _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"
 
 
 class ReplayServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: serve HTTPS with this context (a test CA's certificate)."""
+        self.tls = tls
         self.routes: dict[tuple[str, str], Route] = {}
         self.requests: list[Received] = []
         self.client_left = asyncio.Event()
@@ -63,9 +66,9 @@ class ReplayServer:
         self.routes[(method, path)] = answer
 
     async def __aenter__(self) -> ReplayServer:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         host, port = self._server.sockets[0].getsockname()[:2]
-        self.url = f"http://{host}:{port}"
+        self.url = f"{'https' if self.tls else 'http'}://{host}:{port}"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

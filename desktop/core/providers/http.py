@@ -16,6 +16,8 @@ from httpx_sse import EventSource
 from desktop.core.backend_kind import BackendKind
 from desktop.core.messages import without_surrogates
 from desktop.core.providers.base import Capabilities, Features, ProviderError
+from desktop.core.providers.transport import DIRECT, Transport
+from desktop.core.providers.transport import make_client as client_with
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=5.0)
 PROBE_TIMEOUT = httpx.Timeout(3.0)
@@ -26,11 +28,13 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
 def make_client(
-    api_key: str | None = None, timeout: httpx.Timeout = DEFAULT_TIMEOUT
+    api_key: str | None = None,
+    timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    transport: Transport = DIRECT,
 ) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    # trust_env=False: no proxy from the environment; requests go only where configured.
-    return httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=False)
+    """A client that goes only where configured: no proxy from the environment unless the
+    transport asks for it (providers/transport.py)."""
+    return client_with(api_key, timeout, transport)
 
 
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -155,7 +159,12 @@ async def plain_failures(name: str, base_url: str) -> AsyncIterator[None]:
     label = f"{name} at {base_url}"
     try:
         yield
-    except httpx.ConnectError:
+    except httpx.ConnectError as exc:
+        if "CERTIFICATE" in str(exc) or "SSL" in str(exc):  # it answered, and was not trusted
+            raise ProviderError(
+                f"{label}: its TLS certificate is not trusted ({exc}). If it is signed by an "
+                "authority of your own, choose that authority's file in Settings."
+            ) from None
         raise ProviderError(f"{name} is not running at {base_url} (connection refused).") from None
     except httpx.TimeoutException as exc:
         raise ProviderError(f"{label} did not answer in time ({type(exc).__name__}).") from None
@@ -181,11 +190,12 @@ class HttpProvider:
         api_key: str | None = None,
         capabilities: Capabilities | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: Transport = DIRECT,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.capabilities = capabilities or Capabilities()
-        self.client = make_client(api_key, timeout)
+        self.client = make_client(api_key, timeout, transport)
 
     @property
     def label(self) -> str:

@@ -38,6 +38,7 @@ from desktop.core.providers.http import (
     wire_text,
 )
 from desktop.core.providers.openai_compat import OpenAICompatProvider
+from desktop.core.providers.transport import DIRECT, Transport
 from desktop.core.tool_spec import ToolSpec
 
 DEFAULT_MAX_LENGTH = 1024
@@ -59,10 +60,10 @@ class KoboldCppProvider(HttpProvider):
         capabilities: Capabilities | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         busy_retries: Sequence[float] = BUSY_RETRIES,
+        transport: Transport = DIRECT,
     ) -> None:
-        super().__init__(
-            base_url, model, api_key=api_key, capabilities=capabilities, timeout=timeout
-        )
+        super().__init__(base_url, model, api_key=api_key, capabilities=capabilities,
+                         timeout=timeout, transport=transport)  # fmt: skip
         self.busy_retries = tuple(busy_retries)
         # Native tools only: its OpenAI endpoint, where KoboldCPP emulates tools itself.
         self.openai = OpenAICompatProvider(

@@ -45,6 +45,7 @@ from desktop.core.providers.http import (
     wire_object,
     wire_text,
 )
+from desktop.core.providers.transport import DIRECT, Transport
 from desktop.core.tool_spec import ToolSpec
 
 DEFAULT_NUM_CTX = 8192
@@ -106,12 +107,16 @@ class OllamaProvider(HttpProvider):
         num_ctx: int = DEFAULT_NUM_CTX,
         capabilities: Capabilities | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        api_key: str | None = None,
+        transport: Transport = DIRECT,
     ) -> None:
         super().__init__(
             base_url,
             model,
+            api_key=api_key,
             capabilities=capabilities or Capabilities(context_size=num_ctx),
             timeout=timeout,
+            transport=transport,
         )
         self.num_ctx = num_ctx
 

@@ -48,6 +48,7 @@ from desktop.core.providers.http import (
     wire_object,
     wire_text,
 )
+from desktop.core.providers.transport import DIRECT, Transport
 from desktop.core.tool_spec import ToolSpec
 
 # llama.cpp answers 503 while it loads the model: nothing was generated, so waiting is safe.
@@ -117,12 +118,12 @@ class OpenAICompatProvider(HttpProvider):
         capabilities: Capabilities | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         loading_retries: Sequence[float] = LOADING_RETRIES,
+        transport: Transport = DIRECT,
     ) -> None:
         base_url = base_url.rstrip("/")
         base_url = base_url.removesuffix("/v1")
-        super().__init__(
-            base_url, model, api_key=api_key, capabilities=capabilities, timeout=timeout
-        )
+        super().__init__(base_url, model, api_key=api_key, capabilities=capabilities,
+                         timeout=timeout, transport=transport)  # fmt: skip
         self.name = name
         self.loading_retries = tuple(loading_retries)
 

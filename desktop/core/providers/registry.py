@@ -12,44 +12,109 @@ from desktop.core.providers.llamacpp import LlamaCppProvider
 from desktop.core.providers.lmstudio import LMStudioProvider
 from desktop.core.providers.ollama import DEFAULT_NUM_CTX, OllamaProvider
 from desktop.core.providers.openai_compat import OpenAICompatProvider
+from desktop.core.providers.transport import DIRECT, Transport
+from desktop.core.providers.vllm import SglangProvider, VllmProvider
 
 
 class Factory(Protocol):
     """How a backend's provider is made: its address, model, key and context size."""
 
     def __call__(
-        self, url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+        self,
+        url: str,
+        model: str,
+        *,
+        name: str,
+        api_key: str | None,
+        num_ctx: int | None,
+        transport: Transport,
     ) -> ProbingProvider: ...
 
 
 def _ollama(
-    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
 ) -> ProbingProvider:
-    return OllamaProvider(url, model, num_ctx=num_ctx or DEFAULT_NUM_CTX)
+    return OllamaProvider(
+        url, model, num_ctx=num_ctx or DEFAULT_NUM_CTX, api_key=api_key, transport=transport
+    )
 
 
 def _koboldcpp(
-    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
 ) -> ProbingProvider:
-    return KoboldCppProvider(url, model, api_key=api_key)
+    return KoboldCppProvider(url, model, api_key=api_key, transport=transport)
 
 
 def _lmstudio(
-    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
 ) -> ProbingProvider:
-    return LMStudioProvider(url, model, api_key=api_key)
+    return LMStudioProvider(url, model, api_key=api_key, transport=transport)
 
 
 def _llamacpp(
-    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
 ) -> ProbingProvider:
-    return LlamaCppProvider(url, model, api_key=api_key)
+    return LlamaCppProvider(url, model, api_key=api_key, transport=transport)
+
+
+def _vllm(
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
+) -> ProbingProvider:
+    return VllmProvider(url, model, api_key=api_key, transport=transport)
+
+
+def _sglang(
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
+) -> ProbingProvider:
+    return SglangProvider(url, model, api_key=api_key, transport=transport)
 
 
 def _openai(
-    url: str, model: str, *, name: str, api_key: str | None, num_ctx: int | None
+    url: str,
+    model: str,
+    *,
+    name: str,
+    api_key: str | None,
+    num_ctx: int | None,
+    transport: Transport,
 ) -> ProbingProvider:
-    return OpenAICompatProvider(url, model, name=name, api_key=api_key)
+    return OpenAICompatProvider(url, model, name=name, api_key=api_key, transport=transport)
 
 
 @dataclass(frozen=True)
@@ -66,6 +131,8 @@ _BACKENDS: dict[BackendKind, tuple[str, str, Factory]] = {
     "koboldcpp": ("KoboldCPP", "http://127.0.0.1:5001", _koboldcpp),
     "llamacpp": ("llama.cpp server", "http://127.0.0.1:8080", _llamacpp),
     "openai": ("OpenAI-compatible server", "http://127.0.0.1:8080", _openai),
+    "vllm": ("vLLM", "http://127.0.0.1:8000", _vllm),
+    "sglang": ("SGLang", "http://127.0.0.1:30000", _sglang),
 }
 # In the order of BACKEND_KINDS; a kind without its entry is a KeyError at import, never a
 # backend that silently becomes another.
@@ -101,9 +168,12 @@ def make_provider(
     *,
     api_key: str | None = None,
     num_ctx: int | None = None,
+    transport: Transport = DIRECT,
 ) -> ProbingProvider:
     backend = BACKENDS.get(kind)
     if backend is None:
         raise ValueError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
     url = url or backend.default_url
-    return backend.make(url, model, name=backend.name, api_key=api_key, num_ctx=num_ctx)
+    return backend.make(
+        url, model, name=backend.name, api_key=api_key, num_ctx=num_ctx, transport=transport
+    )

@@ -46,6 +46,11 @@ SCHEMA: dict[str, Any] = {
         "document_search": {"enum": ["auto", "tool", "always"]},
         "embeddings": {"enum": ["none", "runtime", "server"]},
         "embedding_model": {"type": "string"},
+        "ca_file": {"type": "string"},
+        "client_cert": {"type": "string"},
+        "client_key": {"type": "string"},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+        "proxy": {"type": "string"},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -92,6 +97,14 @@ class Settings:
     # (`embedding_model` a GGUF file Loomchat runs), "server" (a model on the backend).
     embeddings: str = "none"
     embedding_model: str = ""
+    # Reaching a backend beyond its address (providers/transport.py): certificate
+    # authorities of one's own (empty: the system's), a client certificate and its key,
+    # headers a gateway needs, a proxy ("system": the environment's; empty: none).
+    ca_file: str = field(default="", metadata=RECONNECT)
+    client_cert: str = field(default="", metadata=RECONNECT)
+    client_key: str = field(default="", metadata=RECONNECT)
+    headers: dict[str, str] = field(default_factory=dict, metadata=RECONNECT)
+    proxy: str = field(default="", metadata=RECONNECT)
 
     def tool_enabled(self, name: str, default: bool = True) -> bool:
         """Whether the tool is on: as the user set it, else `default` (the tool's own)."""

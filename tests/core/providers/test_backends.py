@@ -12,6 +12,7 @@ from desktop.core.providers.ollama import OllamaProvider
 from desktop.core.providers.openai_compat import OpenAICompatProvider
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, make_provider
+from desktop.core.providers.vllm import SglangProvider, VllmProvider
 from desktop.core.runtime import free_port
 from desktop.core.storage.settings import SCHEMA
 from desktop.core.tracks.choice import on_track, prepare
@@ -27,6 +28,8 @@ def test_each_kind_gets_its_provider_and_default_address() -> None:
         "koboldcpp": (KoboldCppProvider, "http://127.0.0.1:5001"),
         "llamacpp": (LlamaCppProvider, "http://127.0.0.1:8080"),
         "openai": (OpenAICompatProvider, "http://127.0.0.1:8080"),
+        "vllm": (VllmProvider, "http://127.0.0.1:8000"),
+        "sglang": (SglangProvider, "http://127.0.0.1:30000"),
     }
     for kind, (cls, url) in expected.items():
         provider = make_provider(kind)
