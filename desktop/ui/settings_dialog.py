@@ -34,6 +34,7 @@ from desktop.core.storage.keychain import SecretStore, keychain_available
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
 from desktop.ui.accessible import complete, describe
+from desktop.ui.connection_options import ConnectionOptions
 from desktop.ui.reliability_tab import ReliabilityTab
 from desktop.ui.runtime_tab import RuntimeTab
 from desktop.ui.tasks import Tasks
@@ -79,7 +80,7 @@ class SettingsDialog(QDialog):
         self._tools = tools
         self._secrets = secrets
         self._tasks = Tasks(tasks)
-        tabs = QTabWidget()
+        self.tabs = tabs = QTabWidget()
         tabs.addTab(self._backend_tab(settings), "Backend")
         tabs.addTab(self._tools_tab(settings), "Tools")
         runtime_tab = RuntimeTab(settings.runtime_model, runtime)
@@ -176,6 +177,8 @@ class SettingsDialog(QDialog):
         describe(self.secrets_in_file, "Where no system keychain is available")
         self.secrets_in_file.setVisible(not available or settings.secrets_in_file)
         form.addRow("", self.secrets_in_file)
+        self.connection_options = ConnectionOptions(settings)
+        form.addRow(self.connection_options)
         self.status = QLabel()
         self.status.setWordWrap(True)
         form.addRow("", self.status)
@@ -318,7 +321,16 @@ class SettingsDialog(QDialog):
             tool_permissions=tools.permissions,
             secrets_in_file=self.secrets_in_file.isChecked(),
             document_search=self.document_search.currentData(),
+            **self.connection_options.values(),
         )
+
+    def accept(self) -> None:
+        """Closed only with settings that can be used: a bad certificate file or header is
+        said where it was typed."""
+        if self.connection_options.check():
+            self.tabs.setCurrentIndex(0)
+            return
+        super().accept()
 
     def save_key(self) -> str | None:
         """Store the API key typed for the chosen backend (in the keychain); None if none."""
