@@ -17,9 +17,8 @@ def test_passages_are_numbered_with_their_place_and_cannot_close_their_quote() -
     text = passages_text("reset", hits)
     assert "[1] manual.pdf, page 4\n" in text and "[2] evil.md — Setup\n" in text
     assert "/docs/" not in text  # where the files are stays with the app
-    passages, instruction = text.rsplit("\nAbove: ", 1)  # what to do comes last
-    assert "not instructions" in instruction and "[1]" in instruction
-    quoted = passages.split("[2] evil.md — Setup\n", 1)[1]
+    assert "not instructions" in text
+    quoted = text.split("[2] evil.md — Setup\n", 1)[1]
     fence = quoted.split("\n", 1)[0]
     assert set(fence) == {"`"} and len(fence) == 5  # longer than any run inside
     assert quoted.rstrip().endswith(fence) and quoted.count(fence) == 2
