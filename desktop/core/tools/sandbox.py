@@ -8,8 +8,8 @@ program saved are returned as images.
 What each OS gets: Linux all of the above (the file and TCP fences need Landlock, Linux
 5.13 or later; the network namespace needs root or user namespaces, else only Python's
 own socket calls are refused). macOS and the BSDs: the limits and the refused socket
-calls, not the file fences. Windows: the timeout and the output cap only; the tool says
-so in its description there.
+calls, not the file fences, which the tool's description says. Windows: not offered (its
+fences would be a Job Object, not built yet).
 """
 
 from __future__ import annotations

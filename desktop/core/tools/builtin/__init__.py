@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from desktop.core.tools.builtin.calculator import CALCULATOR
@@ -19,4 +20,7 @@ def builtin_tools(workspace: Path | None = None, dark: bool = False) -> list[Too
     tools = [CALCULATOR, CURRENT_TIME, chart_tool(dark)]
     if workspace is not None:
         tools += workspace_tools(Workspace(workspace))
-    return [*tools, run_python_tool(workspace), fetch_url_tool()]
+    # The code runner's fences are POSIX's (process groups, rlimits, namespaces); on Windows
+    # they would be a Job Object, not built yet: there it is not offered at all.
+    runner = [run_python_tool(workspace)] if os.name == "posix" else []
+    return [*tools, *runner, fetch_url_tool()]

@@ -47,11 +47,7 @@ def run_python_tool(workspace: Path | None = None) -> Tool:
         return ToolOutput(run_text(done), [Image.from_bytes(data) for data in done.images])
 
     reads = " It may read the workspace's files (not write them)." if workspace else ""
-    fences = (
-        ""
-        if sys.platform.startswith("linux")
-        else " (On this system only time and output are limited.)"
-    )
+    fences = "" if sys.platform.startswith("linux") else " (Its files are not fenced here.)"
     return Tool(
         NAME,
         "Run a short Python 3 program and get what it prints: for arithmetic on many "
