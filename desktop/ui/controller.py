@@ -71,6 +71,8 @@ class ChatController(QObject):
         self._connecting: asyncio.Task[None] | None = None
         # Calibrate a model on its first turn with tools; off in tests that count requests.
         self.calibrate_on_first_use = True
+        self._conversation: int | None = None  # the running turn's
+        self._allowed_in_chat: dict[int, set[str]] = {}  # tools whose "always" is per chat
 
     @property
     def busy(self) -> bool:
@@ -101,6 +103,7 @@ class ChatController(QObject):
 
     def _start(self, conversation_id: int, turn: AsyncGenerator[Event, None]) -> None:
         self.stop()
+        self._conversation = conversation_id
         self._task = asyncio.ensure_future(self._run(conversation_id, turn))
 
     def stop(self) -> None:
@@ -138,8 +141,16 @@ class ChatController(QObject):
         if self.calibrate_on_first_use and self.session.needs_calibration():
             self.calibrate()  # after the first answer, so that it never waits for this
 
+    def allow_in_chat(self, tool: str) -> None:
+        """Run `tool` without asking for the rest of the running turn's conversation."""
+        if self._conversation is not None:
+            self._allowed_in_chat.setdefault(self._conversation, set()).add(tool)
+
     async def _approve(self, call: ToolCall, tool: Tool) -> bool:
-        """Ask the window; a stopped turn cancels the question along with it."""
+        """Ask the window, unless the person said "always" for this tool in this chat; a
+        stopped turn cancels the question along with it."""
+        if tool.name in self._allowed_in_chat.get(self._conversation or -1, set()):
+            return True
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.approval_requested.emit(ApprovalRequest(call, tool, future))
         return await future

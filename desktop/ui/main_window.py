@@ -134,8 +134,6 @@ class MainWindow(QMainWindow):
     def conversation_id(self) -> int | None:
         return self.pane.conversation_id
 
-    # --- menus and shortcuts ----------------------------------------------------------
-
     @property
     def logs_folder(self) -> Path:
         return self.store.path.parent / "logs"
@@ -199,11 +197,13 @@ class MainWindow(QMainWindow):
             return
 
         def answered(decision: str) -> None:
-            if decision in ("always", "never"):  # kept: Settings → Tools shows it
+            if decision == "always" and request.tool.approval_per_chat:
+                self.controller.allow_in_chat(request.tool.name)
+            elif decision in ("always", "never"):  # kept: Settings → Tools shows it
                 self.apply_settings(remembered(self.session.settings, request.tool, decision))
             request.answer(decision in ("once", "always"))
 
-        card.ask(answered)
+        card.ask(answered, request.tool.approval_per_chat)
         request.future.add_done_callback(
             lambda future: card.end_question("stopped") if future.cancelled() else None
         )
@@ -335,7 +335,7 @@ class MainWindow(QMainWindow):
         if reconnect or key_note:
             self.controller.reconnect()
 
-    def _use_builtin(self) -> None:
+    def _use_builtin(self) -> None:  # the first run's button
         self.apply_settings(replace(self.session.settings, backend="builtin"))
 
     def _choose_model_file(self) -> None:

@@ -154,18 +154,20 @@ class ToolCard(QFrame):
         self.state_label.setText(text)
         self.setProperty("state", self.state)
 
-    def ask(self, on_answer: Callable[[str], None]) -> None:
+    def ask(self, on_answer: Callable[[str], None], per_chat: bool = False) -> None:
         """Show the approval question; `on_answer` gets "once", "always", "deny" or
-        "never" (deny, and never offer the tool again)."""
+        "never" (deny, and never offer the tool again). `per_chat`: "always" holds for this
+        conversation only."""
         self.approval = QWidget()
         row = QHBoxLayout(self.approval)
         row.setContentsMargins(0, 4, 0, 0)
         row.addWidget(QLabel(f"<b>Allow {self.name} to run with these arguments?</b>"))
         row.addStretch()
-        always = f"Always allow {self.name}"
+        always = "Always in this chat" if per_chat else f"Always allow {self.name}"
+        later = "in this conversation " if per_chat else ""
         choices = (
             ("Allow once", "once", f"Run {self.name} this time"),
-            (always, "always", f"Run {self.name} now and from now on without asking"),
+            (always, "always", f"Run {self.name} now and from now on {later}without asking"),
             ("Deny", "deny", f"Do not run {self.name}; the model is told"),
             ("Never", "never", f"Deny, and never offer {self.name} again (Settings → Tools)"),
         )

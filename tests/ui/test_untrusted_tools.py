@@ -111,3 +111,46 @@ def test_a_program_to_approve_reads_as_its_lines() -> None:
     assert shown == (
         'code:\n    import statistics\n    print(statistics.mean([1, 2]))\nlabel: "a\\\\nb"\nn: 3'
     )
+
+
+def test_always_for_the_code_runner_holds_in_its_chat_alone(
+    qtbot: Any, make_window: WindowFactory
+) -> None:
+    from dataclasses import replace
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPushButton
+
+    first = ToolCall("p1", "run_python", {"code": "print(6 * 7)"})
+    second = ToolCall("p2", "run_python", {"code": "print(6 * 8)"})
+    elsewhere = ToolCall("p3", "run_python", {"code": "print(6 * 9)"})
+    window, _ = make_window([Step(tool_calls=[first]), "42.", Step(tool_calls=[second]), "48.",
+                             Step(tool_calls=[elsewhere]), "54."])  # fmt: skip
+    window.controller.reconnect = lambda: None  # type: ignore[method-assign]
+    window.apply_settings(replace(window.session.settings, tools_enabled={"run_python": True}))
+
+    def asked(call_id: str) -> bool:
+        card = window.pane.chat.cards.get(call_id)
+        return card is not None and card.approval is not None
+
+    type_and_send(qtbot, window, "Six times seven, in Python")
+    qtbot.waitUntil(lambda: asked("p1"), timeout=10000)
+    always = window.pane.chat.cards["p1"].findChild(QPushButton, "approve_always")
+    assert always is not None and always.text() == "Always in this chat"
+    qtbot.mouseClick(always, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=20000)
+    assert "42" in window.pane.chat.cards["p1"].result_text
+    assert window.session.settings.tool_permissions == {}  # nothing kept beyond this chat
+
+    type_and_send(qtbot, window, "And six times eight")  # the same chat: no question
+    qtbot.waitUntil(lambda: not window.controller.busy and "p2" in window.pane.chat.cards,
+                    timeout=20000)  # fmt: skip
+    assert window.pane.chat.cards["p2"].approval is None
+    assert "48" in window.pane.chat.cards["p2"].result_text
+
+    window.new_conversation()  # another chat asks again
+    type_and_send(qtbot, window, "Six times nine")
+    qtbot.waitUntil(lambda: asked("p3"), timeout=10000)
+    deny = window.pane.chat.cards["p3"].findChild(QPushButton, "approve_deny")
+    qtbot.mouseClick(deny, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=10000)

@@ -66,6 +66,8 @@ class Tool(ToolSpec):
     needs_approval: bool = False  # it changes something: the user says yes first
     off_by_default: bool = False  # offered only once the user turns it on
     online: bool = False  # it reaches the internet: said wherever tools are listed
+    # "Always allow" holds for one conversation only: each call is new code to look at.
+    approval_per_chat: bool = False
 
 
 @dataclass(frozen=True)

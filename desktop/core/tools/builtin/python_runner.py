@@ -64,6 +64,7 @@ def run_python_tool(workspace: Path | None = None) -> Tool:
         needs_approval=True,
         timeout_s=LIMITS.wall_s + 15,
         off_by_default=True,
+        approval_per_chat=True,
         examples=(
             Example(
                 "What is the standard deviation of 2, 4, 4, 4, 5, 5, 7, 9?",
