@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import secrets
 from pathlib import Path
 from typing import Any, TextIO
 
 from desktop.api.server import ApiServer, Backend, ChatApi
+from desktop.api.token import api_token
 from desktop.core.backend_kind import Track
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
 from desktop.core.errors import UsageError
@@ -34,7 +34,6 @@ from desktop.core.storage.paths import data_dir
 from desktop.core.tracks.choice import prepare
 from desktop.core.tracks.fitting import FittedHistory
 
-TOKEN_NAME = "api_token"
 DEFAULT_PORT = 8642
 
 
@@ -53,15 +52,6 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="where to listen (default: only here)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT)
     serve.add_argument("--new-token", action="store_true", help="make a new token first")
-
-
-def api_token(store: SecretStore, new: bool = False) -> str:
-    """The API's bearer token: the kept one, or a new one kept from now on."""
-    token = None if new else store.get(TOKEN_NAME)
-    if not token:
-        token = secrets.token_urlsafe(32)
-        store.set(TOKEN_NAME, token)
-    return token
 
 
 async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -46,9 +46,19 @@ from desktop.core.events import (
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Provider, ProviderError, RequestOptions
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracing import TurnTrace
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # images come as data URLs
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Answering:
+    """What answers one request: the model on its track, and where its requests are
+    recorded (the inspector's trace), if they are."""
+
+    provider: Provider
+    trace: TurnTrace | None = None
 
 
 @dataclass
@@ -56,6 +66,7 @@ class Exchange:
     """One request as the inspector lists it: what was asked, what went back, how long."""
 
     request: ChatRequest
+    trace: TurnTrace | None = None
     started: float = field(default_factory=time.time)
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
@@ -66,15 +77,16 @@ class Exchange:
 
 @dataclass
 class Backend:
-    """Where answers come from: the connected model (None: not connected) and its name."""
+    """Where answers come from, asked afresh for each request: the connected model (None:
+    not connected) and its name."""
 
-    provider: Callable[[], Provider | None]
+    answering: Callable[[], Answering | None]
     model: Callable[[], str]
 
     @classmethod
     def fixed(cls, provider: Provider | None, model: str) -> Backend:
         """One model that never changes (the CLI's, a bench's)."""
-        return cls(lambda: provider, lambda: model)
+        return cls(lambda: Answering(provider) if provider is not None else None, lambda: model)
 
 
 class ChatApi:
@@ -109,12 +121,13 @@ class ChatApi:
             chat = read_request(raw)
         except (ValueError, RecursionError, BadRequest) as exc:
             return JSONResponse(error_body(str(exc)[:500]), status_code=400)
-        provider = self.backend.provider()
-        if provider is None:
+        answering = self.backend.answering()
+        if answering is None:
             message = "No model is connected: open Loomchat, or check its backend settings."
             return JSONResponse(error_body(message, "server_error"), status_code=503)
+        provider = answering.provider
         answer = Answer(chat.model or self.backend.model())
-        exchange = Exchange(chat)
+        exchange = Exchange(chat, answering.trace)
         if chat.stream:
             return StreamingResponse(self._stream(provider, chat, answer, exchange),
                                      media_type="text/event-stream")  # fmt: skip

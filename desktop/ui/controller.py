@@ -19,6 +19,7 @@ from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Session
 from desktop.core.tools.toolbox import Tool
+from desktop.ui.api_host import ApiHost
 from desktop.ui.tasks import Tasks
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class ChatController(QObject):
         self.calibrate_on_first_use = True
         self._conversation: int | None = None  # the running turn's
         self._allowed_in_chat: dict[int, set[str]] = {}  # tools whose "always" is per chat
+        self.api = ApiHost(session)
 
     @property
     def busy(self) -> bool:
@@ -118,6 +120,7 @@ class ChatController(QObject):
         if turn is not None and not turn.done():
             await asyncio.wait([turn], timeout=timeout_s)
         await self.tasks.stop(timeout_s)
+        await self.api.stop()
 
     async def _run(self, conversation_id: int, turn: AsyncGenerator[Event, None]) -> None:
         self.busy_changed.emit(True)
@@ -219,3 +222,4 @@ class ChatController(QObject):
         )
         with contextlib.suppress(asyncio.CancelledError):
             self.connection_changed.emit(await self.session.connect())
+            await self.api.apply()  # the local API, as the settings now say

@@ -10,6 +10,8 @@ from typing import Protocol
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu, QMenuBar
 
+from desktop.ui.api_host import ApiHost
+from desktop.ui.inspector import InspectorPanel
 from desktop.ui.models_dialog import ModelsDialog
 from desktop.ui.theme import Appearance
 
@@ -23,6 +25,9 @@ class Chat(Protocol):
 
 
 class Turns(Protocol):
+    @property
+    def api(self) -> ApiHost: ...
+
     def stop(self) -> None: ...
 
     def reconnect(self) -> None: ...
@@ -36,6 +41,8 @@ class Window(Protocol):
     def appearance(self) -> Appearance: ...
     @property
     def inspector_dock(self) -> QDockWidget: ...
+    @property
+    def inspector(self) -> InspectorPanel: ...
     @property
     def pane(self) -> Chat: ...
     @property
@@ -70,6 +77,13 @@ def _action(
     return item
 
 
+def show_api_requests(window: Window) -> None:
+    """The inspector on the local API's requests (the latest a hundred) instead of the
+    chat's turns, until another conversation is opened."""
+    window.inspector_dock.show()  # first: showing it refreshes it with the chat's turns
+    window.inspector.set_traces(window.controller.api.traces)
+
+
 def build_menus(window: Window) -> None:
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
@@ -92,6 +106,7 @@ def build_menus(window: Window) -> None:
     view_menu.addAction(toggle)
     find = QKeySequence.StandardKey.Find
     _action(view_menu, "Search conversations", window.focus_search, find)
+    _action(view_menu, "Local API requests", partial(show_api_requests, window))
     view_menu.addSeparator()
     theme_menu = view_menu.addMenu("Theme")
     themes = QActionGroup(theme_menu)

@@ -34,6 +34,7 @@ from desktop.core.storage.keychain import SecretStore, keychain_available
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
 from desktop.ui.accessible import complete, describe
+from desktop.ui.api_settings import ApiSettings
 from desktop.ui.connection_options import ConnectionOptions
 from desktop.ui.reliability_tab import ReliabilityTab
 from desktop.ui.runtime_tab import RuntimeTab
@@ -179,6 +180,8 @@ class SettingsDialog(QDialog):
         form.addRow("", self.secrets_in_file)
         self.connection_options = ConnectionOptions(settings)
         form.addRow(self.connection_options)
+        self.api_settings = ApiSettings(settings, self._secrets)
+        form.addRow(self.api_settings)
         self.status = QLabel()
         self.status.setWordWrap(True)
         form.addRow("", self.status)
@@ -322,6 +325,7 @@ class SettingsDialog(QDialog):
             secrets_in_file=self.secrets_in_file.isChecked(),
             document_search=self.document_search.currentData(),
             **self.connection_options.values(),
+            **self.api_settings.values(),
         )
 
     def accept(self) -> None:

@@ -43,7 +43,7 @@ class Running:
 async def running(script: list[Script], connected: bool = True) -> AsyncIterator[Running]:
     provider = ScriptedProvider(script)
     chosen: Provider | None = provider if connected else None
-    api = ChatApi(Backend(lambda: chosen, lambda: "qwen-test"), TOKEN)
+    api = ChatApi(Backend.fixed(chosen, "qwen-test"), TOKEN)
     server = ApiServer(api)
     await server.start()
     running = Running(api, server, provider)

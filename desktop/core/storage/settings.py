@@ -51,6 +51,8 @@ SCHEMA: dict[str, Any] = {
         "client_key": {"type": "string"},
         "headers": {"type": "object", "additionalProperties": {"type": "string"}},
         "proxy": {"type": "string"},
+        "api_enabled": {"type": "boolean"},
+        "api_port": {"type": "integer", "minimum": 0, "maximum": 65535},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
 }
@@ -105,6 +107,9 @@ class Settings:
     client_key: str = field(default="", metadata=RECONNECT)
     headers: dict[str, str] = field(default_factory=dict, metadata=RECONNECT)
     proxy: str = field(default="", metadata=RECONNECT)
+    # The local API (desktop/api): served on 127.0.0.1 while the window is open.
+    api_enabled: bool = field(default=False, metadata=RECONNECT)
+    api_port: int = field(default=8642, metadata=RECONNECT)
 
     def tool_enabled(self, name: str, default: bool = True) -> bool:
         """Whether the tool is on: as the user set it, else `default` (the tool's own)."""
