@@ -11,6 +11,7 @@ wait their turn. A request's body is capped before it is read whole.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -293,7 +294,7 @@ class ApiServer:
 
     async def start(self, timeout_s: float = 10.0) -> None:
         """Listen; OSError (the port taken, say) if it cannot."""
-        self._task = asyncio.ensure_future(self.server.serve())
+        self._task = asyncio.ensure_future(self._serve())
         deadline = time.monotonic() + timeout_s
         while not self.server.started:
             if self._task.done():  # it could not bind: uvicorn logged why and exited
@@ -303,6 +304,11 @@ class ApiServer:
                 await self.stop()
                 raise OSError(f"the API did not start within {timeout_s:g} s")
             await asyncio.sleep(0.02)
+
+    async def _serve(self) -> None:
+        # uvicorn exits when it cannot bind: here, a start that failed, never the app's end
+        with contextlib.suppress(SystemExit):
+            await self.server.serve()
 
     async def stop(self) -> None:
         """Stop listening and end the requests in flight; safe to call more than once."""

@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, Coroutine
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -221,5 +221,8 @@ class ChatController(QObject):
             Connection(False, "Connecting…", self.session.settings.backend)
         )
         with contextlib.suppress(asyncio.CancelledError):
-            self.connection_changed.emit(await self.session.connect())
+            connection = await self.session.connect()
             await self.api.apply()  # the local API, as the settings now say
+            if self.api.problem:  # said in the chat, with the tools' problems
+                connection = replace(connection, problems=(*connection.problems, self.api.problem))
+            self.connection_changed.emit(connection)

@@ -255,3 +255,19 @@ async def test_a_call_made_before_is_not_returned_again_the_model_answers_instea
             "get_weather"
         ]
         assert api.provider.requests[0].messages[1].tool_calls == [call]
+
+
+async def test_a_taken_port_is_an_error_not_an_exit() -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        server = ApiServer(ChatApi(Backend.fixed(None, "m"), TOKEN), "127.0.0.1",
+                           taken.getsockname()[1])  # fmt: skip
+        with pytest.raises(OSError, match="cannot listen"):
+            await server.start()
+        await server.stop()  # safe after a failed start
+    finally:
+        taken.close()

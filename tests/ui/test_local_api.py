@@ -65,3 +65,33 @@ def test_settings_turn_it_on_and_copy_the_token(qtbot: Any, make_window: WindowF
     assert (chosen.api_enabled, chosen.api_port) == (True, 9123)
     dialog.api_settings.copy_token()
     assert QGuiApplication.clipboard().text() == window.session.secrets.get(TOKEN_NAME)
+
+
+def test_a_port_already_taken_is_said_in_the_chat(qtbot: Any, make_window: WindowFactory) -> None:
+    import socket
+
+    from tests.ui.test_attachments import notes
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        window, _ = make_window([])
+        controller = window.controller
+        window.session.apply_settings(
+            replace(
+                window.session.settings,
+                backend="openai",
+                url="http://127.0.0.1:9",
+                api_enabled=True,
+                api_port=port,
+            )
+        )
+        controller.reconnect()
+        qtbot.waitUntil(lambda: bool(controller.api.problem), timeout=20000)
+        assert f"cannot listen on port {port}" in controller.api.problem
+        qtbot.waitUntil(lambda: any(str(port) in n.text() for n in notes(window)), timeout=10000)
+        assert controller.api.server is None
+    finally:
+        taken.close()
