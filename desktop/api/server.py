@@ -179,8 +179,8 @@ class ChatApi:
         except ProviderError as exc:
             error = str(exc)
             yield _sse(error_body(error, "server_error"))
-        if usage is not None and chat.include_usage:
-            yield _sse(answer.usage_chunk(usage))
+        if chat.include_usage:  # asked for: always sent, as OpenAI does
+            yield _sse(answer.usage_chunk(usage or (0, 0)))
         yield "data: [DONE]\n\n"
         self._done(exchange, text, calls, answer.dropped, error)
 

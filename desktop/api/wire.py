@@ -247,8 +247,8 @@ class Answer:
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": finish_reason(calls, finish)}],
         }  # fmt: skip
-        if usage is not None:
-            body["usage"] = _usage(usage)
+        # Always there, as OpenAI sends it (clients read it); zeros where the server said none.
+        body["usage"] = _usage(usage or (0, 0))
         return body
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
