@@ -66,6 +66,11 @@ def test_a_catalogue_server_is_installed_by_clicks_used_and_set_to_never(
     try:
         qtbot.waitUntil(lambda: state_of(dialog, "demo") == "running · 3 tools", timeout=30000)
         assert "running with 3 tools: add, swatch, fail" in dialog.message.text()
+        assert dialog.calibrate_button.isVisible()  # the model was never calibrated
+        qtbot.mouseClick(dialog.calibrate_button, Qt.MouseButton.LeftButton)
+        assert window.controller.calibrating and not dialog.calibrate_button.isVisible()
+        window.controller.cancel_calibration()  # the scripted model has no answers for it
+        qtbot.waitUntil(lambda: not window.controller.calibrating, timeout=10000)
         data = tmp_path / "data"
         assert window.session.settings.mcp_config == str(data / "mcp-servers.json")
         saved = json.loads((data / "settings.json").read_text())
