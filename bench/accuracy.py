@@ -433,6 +433,13 @@ def requantized(model: Path, kind: str) -> Path:
     return target
 
 
+def development_model(requantize: str | None, model: Path | None = None) -> Path:
+    """The model a bench measures: `model`, else the bundled one; requantized to
+    `requantize` (e.g. Q3_K_S) where asked, for the second development model."""
+    chosen = model or ensure_bundled_model()
+    return requantized(chosen, requantize) if requantize else chosen
+
+
 async def run_calibrated(
     url: str,
     cases: list[dict[str, Any]],
@@ -517,9 +524,7 @@ async def run() -> None:
     server = None
     url = args.url
     if not url:
-        model = args.model or ensure_bundled_model()
-        if args.requantize:
-            model = requantized(model, args.requantize)
+        model = development_model(args.requantize, args.model)
         server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
         await server.start()
         url = server.base_url

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.accuracy import requantized
+from bench.accuracy import development_model
 from bench.everyday import CONTEXT_SIZE, Seeded
 from bench.retrieval import library_pages, questions
 from desktop.core.calibration.store import CalibrationStore
@@ -43,7 +43,7 @@ from desktop.core.events import ToolResult, TurnFailed, TurnFinished
 from desktop.core.messages import fenced
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.runtime import LlamaServer
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -177,9 +177,7 @@ async def run() -> None:
     every = questions(pages)
     names = sorted(random.Random(args.seed).sample(sorted(every), min(args.questions, len(every))))
     chosen = {name: every[name] for name in names}
-    model = ensure_bundled_model()
-    if args.requantize:
-        model = requantized(model, args.requantize)
+    model = development_model(args.requantize)
     server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:

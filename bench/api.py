@@ -31,17 +31,17 @@ from bench.accuracy import (
     CONTEXT_SIZE,
     DEFAULT_CASES,
     calibrate_on,
+    development_model,
     halves,
     load_checker,
     read_cases,
-    requantized,
     tools_of,
 )
 from bench.report import percentiles, write_table
 from desktop.api.server import ApiServer, Backend, ChatApi
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.runtime import LlamaServer
 from desktop.core.tracks.choice import on_track
 
 TOKEN = "bench"
@@ -139,9 +139,7 @@ async def run() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/api.md"))
     args = parser.parse_args()
     cases, checker = read_cases(args.cases), load_checker(args.cases)
-    model = ensure_bundled_model()
-    if args.requantize:
-        model = requantized(model, args.requantize)
+    model = development_model(args.requantize)
     server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:

@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.accuracy import requantized
+from bench.accuracy import development_model
 from bench.everyday import CONTEXT_SIZE, Seeded
 from desktop.core.calibration.store import CalibrationStore
 from desktop.core.events import ToolResult, TurnFailed, TurnFinished
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.runtime import LlamaServer
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -140,9 +140,7 @@ async def run() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/code_answers.md"))
     args = parser.parse_args()
     questions = json.loads(QUESTIONS.read_text())["questions"]
-    model = ensure_bundled_model()
-    if args.requantize:
-        model = requantized(model, args.requantize)
+    model = development_model(args.requantize)
     server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.accuracy import requantized
+from bench.accuracy import development_model
 from bench.everyday_checks import Expected, judge
 from desktop.core.calibration.store import CalibrationStore
 from desktop.core.events import (
@@ -58,7 +58,7 @@ from desktop.core.providers.base import (
 )
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.runtime import LlamaServer
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -279,9 +279,7 @@ async def run() -> None:
         "--server-args", default="", help="more arguments for the built-in server, e.g. '-np 1'"
     )
     args = parser.parse_args()
-    model = args.model or ensure_bundled_model()
-    if args.requantize:
-        model = requantized(model, args.requantize)
+    model = development_model(args.requantize, args.model)
     server = None
     url = args.url
     if not url:

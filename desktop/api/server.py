@@ -91,11 +91,9 @@ class Backend:
 
 
 class ChatApi:
-    def __init__(self, backend: Backend, token: str,
-                 on_exchange: Callable[[Exchange], None] | None = None) -> None:  # fmt: skip
+    def __init__(self, backend: Backend, token: str) -> None:
         self.backend = backend
         self.token = token
-        self.on_exchange = on_exchange
         self.exchanges: list[Exchange] = []  # the latest, for the inspector
         self._turn = asyncio.Lock()
         self.app = Starlette(routes=[
@@ -233,8 +231,6 @@ class ChatApi:
         self.exchanges = [*self.exchanges[-99:], exchange]
         if dropped:
             log.info("API: calls not returned: %s", "; ".join(dropped)[:500])
-        if self.on_exchange is not None:
-            self.on_exchange(exchange)
 
 
 async def _streamed(provider: Provider, messages: list[Message], tools: list[ToolSpec],

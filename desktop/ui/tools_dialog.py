@@ -94,6 +94,7 @@ class ToolsDialog(QDialog):
         self.session = session
         self.controller = controller
         self.just_installed: str | None = None  # said once it has started
+        self.listed: dict[str, dict[str, Any]] = {}  # the servers file, as last shown
         try:
             catalogue_servers = load_catalogue(catalogue)
             problem = ""
@@ -201,8 +202,9 @@ class ToolsDialog(QDialog):
             return
         chosen = self.chosen_server()
         running = self._running()
+        self.listed = self._listed()  # read once: choosing a row below shows from it
         self.installed.clear()
-        for name, spec in self._listed().items():
+        for name, spec in self.listed.items():
             server = running.get(name)
             state = state_text(server.state if server else None, bool(spec.get("disabled")))
             item = QTreeWidgetItem([name, state])
@@ -225,7 +227,7 @@ class ToolsDialog(QDialog):
         if name is None:
             self.server_details.clear()
             return
-        spec = self._listed().get(name, {})
+        spec = self.listed.get(name, {})
         server = self._running().get(name)
         tools = [t.name.removeprefix(f"{server.prefix}__") for t in server.tools] if server else []
         said = [f"Runs: {_command(spec)}"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,64 +46,21 @@ def _ollama(
     )
 
 
-def _koboldcpp(
-    url: str,
-    model: str,
-    *,
-    name: str,
-    api_key: str | None,
-    num_ctx: int | None,
-    transport: Transport,
-) -> ProbingProvider:
-    return KoboldCppProvider(url, model, api_key=api_key, transport=transport)
+def _keyed(provider: Callable[..., ProbingProvider]) -> Factory:
+    """A backend whose provider takes its address, model, key and transport alone."""
 
+    def make(
+        url: str,
+        model: str,
+        *,
+        name: str,
+        api_key: str | None,
+        num_ctx: int | None,
+        transport: Transport,
+    ) -> ProbingProvider:
+        return provider(url, model, api_key=api_key, transport=transport)
 
-def _lmstudio(
-    url: str,
-    model: str,
-    *,
-    name: str,
-    api_key: str | None,
-    num_ctx: int | None,
-    transport: Transport,
-) -> ProbingProvider:
-    return LMStudioProvider(url, model, api_key=api_key, transport=transport)
-
-
-def _llamacpp(
-    url: str,
-    model: str,
-    *,
-    name: str,
-    api_key: str | None,
-    num_ctx: int | None,
-    transport: Transport,
-) -> ProbingProvider:
-    return LlamaCppProvider(url, model, api_key=api_key, transport=transport)
-
-
-def _vllm(
-    url: str,
-    model: str,
-    *,
-    name: str,
-    api_key: str | None,
-    num_ctx: int | None,
-    transport: Transport,
-) -> ProbingProvider:
-    return VllmProvider(url, model, api_key=api_key, transport=transport)
-
-
-def _sglang(
-    url: str,
-    model: str,
-    *,
-    name: str,
-    api_key: str | None,
-    num_ctx: int | None,
-    transport: Transport,
-) -> ProbingProvider:
-    return SglangProvider(url, model, api_key=api_key, transport=transport)
+    return make
 
 
 def _openai(
@@ -127,12 +85,12 @@ class Backend:
 
 _BACKENDS: dict[BackendKind, tuple[str, str, Factory]] = {
     "ollama": ("Ollama", "http://127.0.0.1:11434", _ollama),
-    "lmstudio": ("LM Studio", "http://127.0.0.1:1234", _lmstudio),
-    "koboldcpp": ("KoboldCPP", "http://127.0.0.1:5001", _koboldcpp),
-    "llamacpp": ("llama.cpp server", "http://127.0.0.1:8080", _llamacpp),
+    "lmstudio": ("LM Studio", "http://127.0.0.1:1234", _keyed(LMStudioProvider)),
+    "koboldcpp": ("KoboldCPP", "http://127.0.0.1:5001", _keyed(KoboldCppProvider)),
+    "llamacpp": ("llama.cpp server", "http://127.0.0.1:8080", _keyed(LlamaCppProvider)),
     "openai": ("OpenAI-compatible server", "http://127.0.0.1:8080", _openai),
-    "vllm": ("vLLM", "http://127.0.0.1:8000", _vllm),
-    "sglang": ("SGLang", "http://127.0.0.1:30000", _sglang),
+    "vllm": ("vLLM", "http://127.0.0.1:8000", _keyed(VllmProvider)),
+    "sglang": ("SGLang", "http://127.0.0.1:30000", _keyed(SglangProvider)),
 }
 # In the order of BACKEND_KINDS; a kind without its entry is a KeyError at import, never a
 # backend that silently becomes another.

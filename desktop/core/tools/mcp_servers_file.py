@@ -57,11 +57,6 @@ def write_servers(path: Path, servers: dict[str, dict[str, Any]]) -> None:
     write_json(path, {**data, "mcpServers": servers}, indent=2)
 
 
-def add_server(path: Path, name: str, entry: dict[str, Any]) -> None:
-    """Add or replace the server `name`."""
-    write_servers(path, {**read_servers(path), name: entry})
-
-
 def remove_server(path: Path, name: str) -> bool:
     """Take the server `name` out; whether it was there."""
     servers = read_servers(path)
@@ -173,7 +168,7 @@ def install(server: CatalogueServer, values: Mapping[str, str], path: Path,
     servers = read_servers(path)
     same = [n for n, spec in servers.items() if spec.get("catalogue") == server.id]
     name = same[0] if same else unique_name(server.id, set(servers))
-    add_server(path, name, entry)
+    write_servers(path, {**servers, name: entry})
     return name
 
 
