@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QWidget,
 )
 
@@ -31,6 +32,8 @@ class ConnectionOptions(QGroupBox):
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__("Server elsewhere: certificates, headers, proxy", parent)
         self.setCheckable(True)
+        # as tall as its rows: the tab's spare height stays below the form, not in here
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         chosen = any([settings.ca_file, settings.client_cert, settings.headers, settings.proxy])
         self.setChecked(chosen)
         self.form = QFormLayout(self)
