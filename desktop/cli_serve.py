@@ -1,7 +1,7 @@
 """`python -m desktop serve`: Loomchat as an OpenAI-compatible API, headless.
 
     serve [--provider builtin|KIND] [--url URL] [--model NAME|FILE] [--track auto|emulated|native]
-          [--host 127.0.0.1] [--port 8642] [--new-token]
+          [--server NAME] [--host 127.0.0.1] [--port 8642] [--new-token]
 
 Any program that speaks the OpenAI chat API (its `openai` client, an agent framework) gets
 the model's tool calls through Loomchat's track: the emulated track with constrained
@@ -9,7 +9,8 @@ decoding, the model's calibrated call gate and strict validation against the cal
 schemas, or the server's native calls where the model's calibration chose them. The caller
 runs the tools, as with the OpenAI API. A bearer token, made on first use and kept in the
 keychain, is printed at start; only this computer can connect unless `--host` says
-otherwise.
+otherwise. `--server` serves from a server saved in the app (Settings → Backend), reached as
+the app reaches it: its address, model, certificates, headers, proxy and key.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from desktop.api.server import ApiServer, Backend, ChatApi
 from desktop.api.token import api_token
 from desktop.core.backend_kind import Track
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
-from desktop.core.errors import UsageError
+from desktop.core.errors import LoomchatError, UsageError
 from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, make_provider
+from desktop.core.providers.transport import Transport
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.paths import data_dir
+from desktop.core.storage.servers import key_name, on_server
+from desktop.core.storage.settings import Settings, load_settings
 from desktop.core.tracks.choice import prepare
 from desktop.core.tracks.fitting import FittedHistory
 
@@ -49,6 +53,8 @@ def add_serve_parser(commands: Any) -> None:
     serve.add_argument("--track", choices=["auto", "emulated", "native"], default="auto",
                        help="auto (the default): as the model's calibration chose, emulated "
                        "where it has none")  # fmt: skip
+    serve.add_argument("--server", metavar="NAME", help="a server saved in the app (Settings → "
+                       "Backend), instead of --provider, --url and --model")  # fmt: skip
     serve.add_argument("--host", default="127.0.0.1", help="where to listen (default: only here)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT)
     serve.add_argument("--new-token", action="store_true", help="make a new token first")
@@ -59,12 +65,23 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         raise UsageError(f"--port {args.port}: a port is 0 to 65535")
     runtime: LlamaServer | None = None
     file: Path | None = None
-    if args.provider == "builtin":
-        file = Path(args.model) if args.model else ensure_bundled_model()
+    saved = saved_server(args.server) if args.server else None
+    kind = saved.backend if saved is not None else args.provider
+    if kind == "builtin":
+        model = saved.runtime_model if saved is not None else args.model
+        file = Path(model) if model else ensure_bundled_model()
         runtime = LlamaServer(model=file)
         err.write(f"starting llama-server with {file.name}…\n")
         await runtime.start()
         provider = make_provider("llamacpp", runtime.base_url)
+    elif saved is not None:
+        in_file = data_dir() / "secrets.json" if saved.secrets_in_file else None
+        secrets = SecretStore(file=in_file)  # as the app keeps them
+        key = secrets.get(key_name(args.server)) or secrets.get(kind)
+        transport = Transport.of(saved.ca_file, saved.client_cert, saved.client_key,
+                                 saved.headers, saved.proxy)  # fmt: skip
+        provider = make_provider(kind, saved.url or None, saved.model, api_key=key,
+                                 transport=transport)  # fmt: skip
     else:
         provider = make_provider(args.provider, args.url, args.model)
     server: ApiServer | None = None
@@ -73,7 +90,7 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
             with contextlib.suppress(ProviderError):
                 provider.model = next(iter(await provider.list_models()), "")
         calibrations = CalibrationStore(data_dir() / CALIBRATIONS_FILE)
-        calibration = calibrations.get(model_key(args.provider, provider.model, file))
+        calibration = calibrations.get(model_key(kind, provider.model, file))
         track: Track = "emulated" if args.track == "auto" and calibration is None else args.track
         active, chosen, _ = await prepare(provider, track, CapabilityCache(), calibration)
         answering: Provider = active
@@ -98,3 +115,11 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         if runtime is not None:
             runtime.stop()
     return 0
+
+
+def saved_server(name: str) -> Settings:
+    """The app's settings connected to its saved server `name` (`UsageError` if none)."""
+    try:
+        return on_server(load_settings(data_dir() / "settings.json"), name)
+    except LoomchatError as exc:
+        raise UsageError(f"--server {name!r}: {exc}") from None

@@ -5,7 +5,8 @@ about reaching a model server lives here, so the session can be about conversati
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from desktop.core.calibration.calibrator import Calibrator, Progress
 from desktop.core.calibration.card import METHOD, Calibration
 from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.connection import NOT_CONNECTED, Connection
+from desktop.core.events import Event
 from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.discovery import Found
 from desktop.core.providers.probing import CapabilityCache
@@ -21,6 +23,7 @@ from desktop.core.providers.registry import BACKENDS, ProbingProvider, make_prov
 from desktop.core.providers.transport import Transport, TransportError
 from desktop.core.runtime import LlamaServer, RuntimeSetupError, ensure_bundled_model
 from desktop.core.storage.keychain import SecretStore
+from desktop.core.storage.servers import key_name
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracing import TracingProvider
@@ -69,6 +72,28 @@ class Connector:
             problems=tuple(problems),
         )  # fmt: skip
         return self.connection
+
+    def check_connected(self) -> None:
+        """`ProviderError` saying why, unless a model server is connected."""
+        if self.active is None or self.traced is None:
+            raise ProviderError(self.connection.message or "Not connected to a model server.")
+
+    async def paused_calibration(
+        self, turn: AsyncGenerator[Event, None]
+    ) -> AsyncGenerator[Event, None]:
+        """`turn`, with a calibration under way paused while it runs (the chat has the
+        model; the calibration waits)."""
+        self.check_connected()
+        calibrator = self.calibrator
+        if calibrator is not None:
+            calibrator.pause()  # the chat has the model; the calibration waits
+        try:
+            async with aclosing(turn) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if calibrator is not None:
+                calibrator.resume()
 
     async def connect(self, settings: Settings) -> Connection:
         await self._close_provider()
@@ -129,7 +154,8 @@ class Connector:
             url = settings.url or BACKENDS[kind].default_url
         transport = Transport.of(settings.ca_file, settings.client_cert, settings.client_key,
                                  settings.headers, settings.proxy)  # fmt: skip
-        return make_provider(kind, url, settings.model, api_key=self.secrets.get(kind),
+        key = settings.server and self.secrets.get(key_name(settings.server))
+        return make_provider(kind, url, settings.model, api_key=key or self.secrets.get(kind),
                              num_ctx=settings.context_size, transport=transport)  # fmt: skip
 
     async def _start_runtime(self, settings: Settings) -> ProbingProvider:

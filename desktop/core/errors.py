@@ -19,6 +19,7 @@ LoomchatError
 ├── GgufError           a model file whose header is not GGUF, or cannot be true
 ├── CatalogueError      the curated model catalogue cannot be read
 ├── PresetError         a preset file cannot be read, or a preset name is taken
+├── ServerError         a saved server that is not saved, or a name that cannot be one
 ├── AttachmentError     a file cannot be attached: too large, binary, damaged
 ├── DocumentsError      the document index cannot be used, or has no such collection
 ├── EmbeddingError      an embedding model cannot be had, or answered what is not vectors

@@ -27,6 +27,7 @@ from desktop.core.runtime import LlamaServer, bundled_model_available
 from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.presets import Preset, PresetBook
+from desktop.core.storage.servers import settings_for
 from desktop.core.storage.settings import Settings, save_settings
 from desktop.core.tools.catalog import ToolCatalog, trusted
 from desktop.core.tools.dedupe import Deduplicator
@@ -211,6 +212,21 @@ class Session:
     def preset_of(self, conversation_id: int) -> Preset | None:
         return self.presets.get(self.store.system_prompt(conversation_id)[1])
 
+    def server_of(self, conversation_id: int) -> str:
+        """The saved server the conversation talks to: its own choice, else its preset's
+        ("": whichever is in use)."""
+        preset = self.preset_of(conversation_id)
+        return self.store.server(conversation_id) or (preset.server if preset else "")
+
+    async def connect_for(self, conversation_id: int) -> bool:
+        """Connect to the conversation's server where another is in use (one no longer
+        saved is not asked for); whether it did."""
+        if (moved := settings_for(self.settings, self.server_of(conversation_id))) is None:
+            return False
+        self.apply_settings(moved)
+        await self.connect()
+        return True
+
     def use_preset(self, conversation_id: int, preset: Preset) -> None:
         """The conversation takes the preset: its system prompt (which may then be edited
         for this conversation alone), temperature, tools and track."""
@@ -240,27 +256,24 @@ class Session:
 
     async def send(self, conversation_id: int, text: str, images: Sequence[Image] = (),
                    approver: Approver | None = None) -> AsyncGenerator[Event, None]:  # fmt: skip
-        """Run one turn; every message is stored the moment it is complete."""
+        """Run one turn (on the conversation's server); every message is stored the moment
+        it is complete."""
+        await self.connect_for(conversation_id)
         async with aclosing(
-            self._paused_calibration(
+            self.backend.paused_calibration(
                 self._turn(conversation_id, Message.user(text, list(images)), approver)
             )
         ) as events:
             async for event in events:
                 yield event
 
-    async def edit(
-        self,
-        conversation_id: int,
-        seq: int,
-        text: str,
-        images: Sequence[Image] = (),
-        approver: Approver | None = None,
-    ) -> AsyncGenerator[Event, None]:
+    async def edit(self, conversation_id: int, seq: int, text: str, images: Sequence[Image] = (),
+                   approver: Approver | None = None) -> AsyncGenerator[Event, None]:  # fmt: skip
         """Send `text` in place of the message `seq`: a new branch beside it (kept). If
         the new message never got stored (the server could not be reached), the old one is
         shown again."""
-        self._check_connected()
+        await self.connect_for(conversation_id)
+        self.backend.check_connected()
         shown, parent = self.store.head(conversation_id), self.store.parent(conversation_id, seq)
         self.store.rewind(conversation_id, parent)
         self._conversations.pop(conversation_id, None)
@@ -277,13 +290,14 @@ class Session:
         """Answer again the question that the message `seq` answers: a new branch after the
         question; the old answer stays as a branch (and is shown again if no new answer
         came: a failed or stopped regeneration hides nothing)."""
-        self._check_connected()
+        await self.connect_for(conversation_id)
+        self.backend.check_connected()
         shown, question = self.store.head(conversation_id), self.question_of(conversation_id, seq)
         self.store.rewind(conversation_id, question)
         self._conversations.pop(conversation_id, None)
         try:
             async with aclosing(
-                self._paused_calibration(self._turn(conversation_id, None, approver))
+                self.backend.paused_calibration(self._turn(conversation_id, None, approver))
             ) as events:
                 async for event in events:
                     yield event
@@ -296,25 +310,6 @@ class Session:
         if self.store.head(conversation_id) == rewound:
             self.store.rewind(conversation_id, shown)
             self._conversations.pop(conversation_id, None)
-
-    def _check_connected(self) -> None:
-        if self.backend.active is None or self.backend.traced is None:
-            raise ProviderError(self.connection.message or "Not connected to a model server.")
-
-    async def _paused_calibration(
-        self, turn: AsyncGenerator[Event, None]
-    ) -> AsyncGenerator[Event, None]:
-        self._check_connected()
-        calibrator = self.backend.calibrator
-        if calibrator is not None:
-            calibrator.pause()  # the chat has the model; the calibration waits
-        try:
-            async with aclosing(turn) as events:
-                async for event in events:
-                    yield event
-        finally:
-            if calibrator is not None:
-                calibrator.resume()
 
     async def _turn(
         self, conversation_id: int, user: Message | None, approver: Approver | None

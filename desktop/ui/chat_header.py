@@ -1,5 +1,6 @@
 """The chat's header: the conversation's title, the model and what it can do, the
-conversation's preset, the document collections it searches, and its system prompt."""
+conversation's preset, its server (where several are saved), the document collections it
+searches, and its system prompt."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ NO_PRESET = "No preset"
 class ChatHeader(QWidget):
     """Signals: preset_chosen(str) (a preset's name), system_prompt_requested(),
     collections_chosen(object) (the collections to search, a tuple; None: as the preset
-    says)."""
+    says), server_chosen(str) (a saved server's name; "": as the preset says)."""
 
     preset_chosen = Signal(str)
+    server_chosen = Signal(str)
     system_prompt_requested = Signal()
     collections_chosen = Signal(object)
 
@@ -54,6 +56,13 @@ class ChatHeader(QWidget):
         self.preset.activated.connect(
             lambda index: self.preset_chosen.emit(str(self.preset.itemData(index) or ""))
         )
+        self.server = QComboBox()
+        describe(self.server, "Which saved server this conversation talks to (Settings → "
+                 "Backend saves them)", "Server")  # fmt: skip
+        self.server.activated.connect(
+            lambda index: self.server_chosen.emit(str(self.server.itemData(index) or ""))
+        )
+        self.server.hide()
         self.documents = QToolButton()
         self.documents.setText("Documents")
         self.documents.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -72,6 +81,7 @@ class ChatHeader(QWidget):
         row.setContentsMargins(16, 8, 16, 8)
         row.addLayout(names, 1)
         row.addWidget(self.preset)
+        row.addWidget(self.server)
         row.addWidget(self.documents)
         row.addWidget(self.system_button)
 
@@ -105,6 +115,17 @@ class ChatHeader(QWidget):
             action.triggered.connect(lambda _=False, t=toggled: self.collections_chosen.emit(t))
         count = sum(name in searched for name in names)
         self.documents.setText(f"Documents: {count} of {len(names)}")
+
+    def show_servers(self, names: Sequence[str], own: str, preset: str) -> None:
+        """The saved servers, the conversation's `own` choice shown ("": its `preset`'s,
+        or "": whichever is in use); hidden while none is saved."""
+        self.server.setVisible(bool(names))
+        self.server.clear()
+        follow = f"Server: {preset} (preset)" if preset else "Server: the one in use"
+        self.server.addItem(follow, "")
+        for name in names:
+            self.server.addItem(f"Server: {name}", name)
+        self.server.setCurrentIndex(max(self.server.findData(own), 0) if own else 0)
 
     def show_connection(self, connection: Connection) -> None:
         if not connection.ok:

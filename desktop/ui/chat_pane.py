@@ -62,6 +62,7 @@ class ChatPane(QWidget):
         self.header.preset_chosen.connect(self.choose_preset)
         self.header.system_prompt_requested.connect(self.edit_system_prompt)
         self.header.collections_chosen.connect(self.choose_collections)
+        self.header.server_chosen.connect(self.choose_server)
         self.chat = ChatView()
         self.chat.load_earlier_requested.connect(self.load_earlier)
         self.chat.edit_requested.connect(self.start_edit)
@@ -93,6 +94,8 @@ class ChatPane(QWidget):
 
     def open(self, conversation_id: int | None) -> None:
         self.state.open(conversation_id)
+        if conversation_id is not None:
+            self.controller.follow_server(conversation_id)
         self.composer_bar.show_editing(False)
         self._show()
         self.show_header()
@@ -135,6 +138,16 @@ class ChatPane(QWidget):
         names = self.session.library.searchable if self.session.library is not None else []
         own = self.store.collections(conversation)
         self.header.show_collections(names, own, chosen.collections if chosen else None)
+        servers = list(self.session.settings.servers)
+        own_server = self.store.server(conversation)
+        self.header.show_servers(servers, own_server, chosen.server if chosen else "")
+
+    def choose_server(self, name: str) -> None:
+        """The conversation talks to the saved server `name` ("": its preset's, or the one
+        in use), connected to now."""
+        if (conversation := self.state.conversation_id) is not None:
+            self.store.set_server(conversation, name)
+            self.controller.follow_server(conversation)
 
     def choose_collections(self, names: tuple[str, ...] | None) -> None:
         """The conversation searches these collections from its next turn (None: as its

@@ -96,6 +96,21 @@ class ConnectionOptions(QGroupBox):
         if path:
             field.setText(path)
 
+    def show_values(self, values: dict[str, Any]) -> None:
+        """Show a saved server's options (opened where it has any)."""
+        headers = values.get("headers") or {}
+        self.ca_file.setText(str(values.get("ca_file", "")))
+        self.client_cert.setText(str(values.get("client_cert", "")))
+        self.client_key.setText(str(values.get("client_key", "")))
+        self.headers.setPlainText("\n".join(f"{k}: {v}" for k, v in dict(headers).items()))
+        proxy = str(values.get("proxy", ""))
+        index = self.proxy.findData(proxy)
+        if index >= 0:
+            self.proxy.setCurrentIndex(index)
+        else:
+            self.proxy.setEditText(proxy)
+        self.setChecked(any(values.get(k) for k in ("ca_file", "client_cert", "headers", "proxy")))
+
     def values(self) -> dict[str, Any]:
         """The settings these fields say (all empty when the group is folded away)."""
         if not self.isChecked():

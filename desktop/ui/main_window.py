@@ -305,7 +305,9 @@ class MainWindow(QMainWindow):
 
     def open_presets(self) -> None:
         names = self.session.documents.names() if self.session.documents else []
-        dialog = PresetsDialog(self.session.presets.copy(), self, names)
+        dialog = PresetsDialog(
+            self.session.presets.copy(), self, names, [*self.session.settings.servers]
+        )
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.session.presets = dialog.book
             self.pane.show_header()
@@ -314,15 +316,10 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(
-            self.session.settings,
-            self.session.tools.all,
-            self.session.secrets,
-            self,
-            runtime=self.session.runtime,
-            calibration=self.session.calibration,
-            calibrating=self.controller.calibrating,
-            tasks=self.controller.tasks,
-        )
+            self.session.settings, self.session.tools.all, self.session.secrets, self,
+            runtime=self.session.runtime, calibration=self.session.calibration,
+            calibrating=self.controller.calibrating, tasks=self.controller.tasks,
+        )  # fmt: skip
         dialog.calibrate_requested.connect(self.controller.calibrate)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return

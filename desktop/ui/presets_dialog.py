@@ -43,10 +43,12 @@ class PresetsDialog(QDialog):
     """Edits `book` in place; saved when the dialog is accepted."""
 
     def __init__(self, book: PresetBook, parent: QWidget | None = None,
-                 collections: Sequence[str] = ()) -> None:  # fmt: skip
-        """`collections`: the document collections there are, to choose among."""
+                 collections: Sequence[str] = (), servers: Sequence[str] = ()) -> None:  # fmt: skip
+        """`collections`: the document collections there are, to choose among; `servers`:
+        the saved servers."""
         super().__init__(parent)
         self.known_collections = list(collections)
+        self.known_servers = list(servers)
         self.setWindowTitle("Presets")
         self.resize(720, 440)
         self.book = book
@@ -75,6 +77,8 @@ class PresetsDialog(QDialog):
                  "Tool calling track")  # fmt: skip
         for track in TRACKS:
             self.track.addItem(TRACK_NAMES[track], track)
+        self.server = QComboBox()
+        describe(self.server, "The saved server these conversations talk to", "Server")
         self.every_collection = QCheckBox("Every collection")
         describe(self.every_collection, "Search all your document collections in these "
                  "conversations, or only those ticked below")  # fmt: skip
@@ -96,6 +100,7 @@ class PresetsDialog(QDialog):
         form.addRow("Temperature", temperature)
         form.addRow("Tools", self.tools)
         form.addRow("Track", self.track)
+        form.addRow("Server", self.server)
         form.addRow("Documents", documents)
         form.addRow("", self.default)
 
@@ -153,6 +158,13 @@ class PresetsDialog(QDialog):
         self.tools.setChecked(preset.tools)
         self.track.setCurrentIndex(max(self.track.findData(preset.track), 0))
         self._show_collections(preset.collections)
+        self.server.clear()
+        self.server.addItem("The one in use", "")
+        for server in dict.fromkeys(
+            [*self.known_servers, *([preset.server] if preset.server else [])]
+        ):
+            self.server.addItem(server, server)
+        self.server.setCurrentIndex(max(self.server.findData(preset.server), 0))
         default = name == self.book.default
         self.default.setText("The default for new conversations." if default else "")
 
@@ -168,7 +180,8 @@ class PresetsDialog(QDialog):
         chosen = [t for t in TRACKS if t == self.track.currentData()]
         track: PresetTrack = chosen[0] if chosen else ""
         preset = Preset(name, self.system_prompt.toPlainText().strip(), temperature,
-                        self.tools.isChecked(), track, self._chosen_collections())  # fmt: skip
+                        self.tools.isChecked(), track, self._chosen_collections(),
+                        str(self.server.currentData() or ""))  # fmt: skip
         try:
             self.book.put(preset, replacing=self.shown)
         except LoomchatError as exc:

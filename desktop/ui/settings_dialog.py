@@ -31,6 +31,7 @@ from desktop.core.providers.discovery import discover
 from desktop.core.providers.registry import BACKENDS, make_provider
 from desktop.core.runtime import LlamaServer
 from desktop.core.storage.keychain import SecretStore, keychain_available
+from desktop.core.storage.servers import connection_of, key_name, on_server
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
 from desktop.ui.accessible import complete, describe
@@ -38,6 +39,7 @@ from desktop.ui.api_settings import ApiSettings
 from desktop.ui.connection_options import ConnectionOptions
 from desktop.ui.reliability_tab import ReliabilityTab
 from desktop.ui.runtime_tab import RuntimeTab
+from desktop.ui.saved_servers import SavedServers
 from desktop.ui.tasks import Tasks
 from desktop.ui.tool_table import ToolTable
 
@@ -111,6 +113,10 @@ class SettingsDialog(QDialog):
     def _backend_tab(self, settings: Settings) -> QWidget:
         page = QWidget()
         form = QFormLayout(page)
+        self.saved_servers = SavedServers(settings, lambda: connection_of(self._connection()))
+        self.saved_servers.chosen.connect(self._show_server)
+        self.saved_servers.combo.activated.connect(self._on_backend_changed)
+        form.addRow("Saved server", self.saved_servers)
         self.backend = QComboBox()
         for kind, label in BACKEND_CHOICES:
             self.backend.addItem(label, kind)
@@ -248,8 +254,26 @@ class SettingsDialog(QDialog):
         self.url.setEnabled(backend is not None)
         self.url.setPlaceholderText(backend.default_url if backend else "")
         if backend is not None:
-            stored = self._secrets.get(kind)
-            self.api_key.setText(stored or "")
+            self.api_key.setText(self._stored_key() or "")
+
+    def _key_slot(self) -> str:
+        """Where the key typed is kept: under the saved server's name, else the backend's."""
+        name = self.saved_servers.name()
+        return key_name(name) if name else str(self.backend.currentData())
+
+    def _stored_key(self) -> str | None:
+        return self._secrets.get(self._key_slot()) or self._secrets.get(self.backend.currentData())
+
+    def _show_server(self, fields: dict[str, Any]) -> None:
+        """A saved server's connection, shown in the tab (what OK then connects to)."""
+        shown = on_server(replace(self._original, servers={"": fields}), "")
+        self.backend.setCurrentIndex(max(0, self.backend.findData(shown.backend)))
+        self.url.setText(shown.url)
+        self.model.setCurrentText(shown.model)
+        self.track.setCurrentIndex(max(0, self.track.findData(shown.track)))
+        self.context_size.setValue(shown.context_size)
+        self.runtime_model.setText(shown.runtime_model)
+        self.connection_options.show_values(connection_of(shown))
 
     def _choose_workspace(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Choose the workspace folder")
@@ -301,10 +325,8 @@ class SettingsDialog(QDialog):
 
     # --- the result -------------------------------------------------------------------
 
-    def settings(self) -> Settings:
-        global_cooldown = self.cooldown_enabled.isChecked()
-        tools = self.tool_table.values(global_cooldown)
-        temperature = self.temperature.value()
+    def _connection(self) -> Settings:
+        """The original settings with the connection the Backend tab says."""
         return replace(
             self._original,
             backend=self.backend.currentData(),
@@ -312,19 +334,29 @@ class SettingsDialog(QDialog):
             model=self.model.currentText().strip(),
             track=self.track.currentData(),
             context_size=self.context_size.value(),
+            runtime_model=self.runtime_model.text().strip(),
+            **self.connection_options.values(),
+        )
+
+    def settings(self) -> Settings:
+        global_cooldown = self.cooldown_enabled.isChecked()
+        tools = self.tool_table.values(global_cooldown)
+        temperature = self.temperature.value()
+        return replace(
+            self._connection(),
+            servers=self.saved_servers.servers,
+            server=self.saved_servers.name(),
             temperature=None if temperature < 0 else round(temperature, 2),
             max_tool_calls=self.max_tool_calls.value(),
             cooldown_enabled=global_cooldown,
             cooldown_overrides=tools.cooldowns,
             tools_enabled=tools.enabled,
-            runtime_model=self.runtime_model.text().strip(),
             workspace=self.workspace.text().strip(),
             mcp_config=self.mcp_config.text().strip(),
             trusted_tools=tools.trusted,
             tool_permissions=tools.permissions,
             secrets_in_file=self.secrets_in_file.isChecked(),
             document_search=self.document_search.currentData(),
-            **self.connection_options.values(),
             **self.api_settings.values(),
         )
 
@@ -338,16 +370,15 @@ class SettingsDialog(QDialog):
 
     def save_key(self) -> str | None:
         """Store the API key typed for the chosen backend (in the keychain); None if none."""
-        kind = self.backend.currentData()
-        if kind not in BACKENDS:
+        if self.backend.currentData() not in BACKENDS:
             return None
-        key = self.api_key.text()
-        if key == (self._secrets.get(kind) or ""):
+        key, slot = self.api_key.text(), self._key_slot()
+        if key == (self._stored_key() or ""):
             return None
         if not key:
-            self._secrets.delete(kind)
+            self._secrets.delete(slot)
             return "API key removed."
-        where = self._secrets.set(kind, key)
+        where = self._secrets.set(slot, key)
         self.key_saved.emit(where)
         return where
 

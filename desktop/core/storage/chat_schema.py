@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, seq);
 """  # version 0's tables; a new database is migrated from there like an old one
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Version 0 (no user_version) had no branches: each message followed the one stored before
 # it, and the conversation ended at its last. The migration links them so.
 MIGRATIONS = {
@@ -47,6 +47,8 @@ CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (conversation_id, pare
 """,
     # The document collections a conversation searches (a JSON list); NULL: its preset's.
     2: "ALTER TABLE conversations ADD COLUMN collections TEXT;",
+    # The saved server a conversation talks to ("": its preset's, or the one in use).
+    3: "ALTER TABLE conversations ADD COLUMN server TEXT NOT NULL DEFAULT '';",
 }
 # The path from the head to the root: (seq) rows, for a conversation id and its head. It
 # takes at most :bound steps (the conversation's message count): parents that loop, which
@@ -79,6 +81,7 @@ COLUMNS = {
         "system_prompt",
         "preset",
         "collections",
+        "server",
     },
     "messages": {"id", "conversation_id", "seq", "role", "text", "body", "created", "parent"},
 }

@@ -18,7 +18,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 from desktop.core.messages import Message, without_surrogates
 from desktop.core.storage.chat_export import markdown_of
 from desktop.core.storage.chat_schema import PATH, SUBTREE, open_database
+from desktop.core.storage.conversation_choices import ConversationChoices
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Branches:
         return len(self.siblings)
 
 
-class ChatStore:
+class ChatStore(ConversationChoices):
     def __init__(self, path: Path) -> None:
         """Open (or create) the chats at `path`; `DataFolderError` if that cannot be done:
         the file is damaged (`damaged` set), or it cannot be written."""
@@ -307,47 +308,6 @@ class ChatStore:
             db.execute(
                 "UPDATE conversations SET head = ?, updated = ? WHERE id = ?",
                 (head, time.time(), conversation_id),
-            )
-
-    # --- the system prompt ----------------------------------------------------------------
-
-    def system_prompt(self, conversation_id: int) -> tuple[str, str]:
-        """The conversation's own system prompt and the name of its preset ("": none)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT system_prompt, preset FROM conversations WHERE id = ?",
-                (conversation_id,),
-            ).fetchone()
-        if row is None:
-            raise KeyError(conversation_id)
-        return str(row[0]), str(row[1])
-
-    def set_system_prompt(self, conversation_id: int, text: str, preset: str = "") -> None:
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE conversations SET system_prompt = ?, preset = ? WHERE id = ?",
-                (without_surrogates(text), preset, conversation_id),
-            )
-
-    def collections(self, conversation_id: int) -> tuple[str, ...] | None:
-        """The document collections the conversation searches; None: as its preset says."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT collections FROM conversations WHERE id = ?", (conversation_id,)
-            ).fetchone()
-        try:
-            names = json.loads(row[0]) if row is not None and row[0] is not None else None
-        except ValueError:
-            return None  # written by another program: the preset's choice stands
-        if not isinstance(names, list):
-            return None
-        return tuple(name for name in names if isinstance(name, str))
-
-    def set_collections(self, conversation_id: int, names: Sequence[str] | None) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE conversations SET collections = ? WHERE id = ?",
-                (None if names is None else json.dumps(list(names)), conversation_id),
             )
 
     def title(self, conversation_id: int) -> str:

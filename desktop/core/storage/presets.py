@@ -1,6 +1,7 @@
 """Presets: a name, a system prompt, a temperature, tools on or off, a track, the document
-collections searched; kept in the data folder's `presets.json`, one of them the default for new
-conversations. A preset travels as a JSON file of its own (import, export).
+collections searched, the saved server talked to; kept in the data folder's `presets.json`,
+one of them the default for new conversations. A preset travels as a JSON file of its own
+(import, export).
 
 The file is read preset by preset: one that breaks the schema is left out, the others are
 used. A file that could not be read whole is set aside under a new name, and said so, so
@@ -40,6 +41,7 @@ _PRESET_SCHEMA: dict[str, Any] = {
             "items": {"type": "string", "maxLength": 200},
             "maxItems": 1000,
         },
+        "server": {"type": "string", "maxLength": 200},
     },
 }
 _FILE_SCHEMA: dict[str, Any] = {
@@ -67,6 +69,8 @@ class Preset:
     track: PresetTrack = ""  # "": the connection's track
     # The document collections its conversations search (by name); None: every one.
     collections: tuple[str, ...] | None = None
+    # The saved server its conversations talk to (storage/servers.py); "": the one in use.
+    server: str = ""
 
     @classmethod
     def from_dict(cls, data: Any) -> Preset:

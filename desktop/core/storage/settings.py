@@ -53,8 +53,25 @@ SCHEMA: dict[str, Any] = {
         "proxy": {"type": "string"},
         "api_enabled": {"type": "boolean"},
         "api_port": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "server": {"type": "string", "maxLength": 200},
     },
     "additionalProperties": True,  # newer versions may add keys; older ones keep them
+}
+# What says which server the app talks to and how it reaches it: what a saved server keeps
+# (storage/servers.py).
+CONNECTION_FIELDS = (
+    "backend", "url", "model", "track", "context_size", "runtime_model",
+    "ca_file", "client_cert", "client_key", "headers", "proxy",
+)  # fmt: skip
+SCHEMA["properties"]["servers"] = {
+    "type": "object",
+    "maxProperties": 200,
+    "propertyNames": {"maxLength": 200},
+    "additionalProperties": {
+        "type": "object",
+        "properties": {k: SCHEMA["properties"][k] for k in CONNECTION_FIELDS},
+        "additionalProperties": True,
+    },
 }
 
 
@@ -110,6 +127,9 @@ class Settings:
     # The local API (desktop/api): served on 127.0.0.1 while the window is open.
     api_enabled: bool = field(default=False, metadata=RECONNECT)
     api_port: int = field(default=8642, metadata=RECONNECT)
+    # Servers saved by name (storage/servers.py), and the one in use ("": none saved).
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    server: str = field(default="", metadata=RECONNECT)
 
     def tool_enabled(self, name: str, default: bool = True) -> bool:
         """Whether the tool is on: as the user set it, else `default` (the tool's own)."""
