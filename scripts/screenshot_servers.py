@@ -2,7 +2,8 @@
 box chosen: its address, headers and certificate authority), and a conversation that talks
 to the laptop's built-in model, its header's server menu showing the choice.
 
-    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m scripts.screenshot_servers [--out DIR]
+    xvfb-run -a -s "-screen 0 1400x900x24" \
+        .venv/bin/python -m scripts.screenshot_servers [--out DIR]
 
 Saves `servers-settings.png` and `servers-chat.png`.
 """

@@ -22,6 +22,7 @@ class Connection:
     # What the user should know about the tools (an MCP server that failed, a tool left
     # out and why): said once in the window, printed by the CLI.
     problems: tuple[str, ...] = ()
+    server: str = ""  # the saved server's name, where the settings are on one
 
 
 NOT_CONNECTED = Connection(False, "Not connected yet.")

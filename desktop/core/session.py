@@ -27,7 +27,7 @@ from desktop.core.runtime import LlamaServer, bundled_model_available
 from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.presets import Preset, PresetBook
-from desktop.core.storage.servers import settings_for
+from desktop.core.storage.servers import in_use, settings_for
 from desktop.core.storage.settings import Settings, save_settings
 from desktop.core.tools.catalog import ToolCatalog, trusted
 from desktop.core.tools.dedupe import Deduplicator
@@ -165,7 +165,8 @@ class Session:
             if self.tools.mcp_config_started != self.settings.mcp_config:
                 await self.start_mcp()
             connection = await self.backend.connect(self.settings)
-            self.connection = replace(connection, problems=tuple(self.tools.problems))
+            self.connection = replace(connection, problems=tuple(self.tools.problems),
+                                      server=in_use(self.settings))  # fmt: skip
             return self.connection
 
     def needs_calibration(self) -> bool:

@@ -36,7 +36,8 @@ class ConnectionStatus:
         where = where.split(" at http")[0]  # the address is in the tooltip: room for the rest
         model = f" · {Path(connection.model).name}" if connection.model else ""
         vision = " · sees images" if connection.capabilities.vision else ""
-        self.backend_label.setText(f"● {where}{model}{vision}")
+        saved = f"{connection.server} · " if connection.server else ""
+        self.backend_label.setText(f"● {saved}{where}{model}{vision}")
         self.backend_label.setToolTip(connection.message)
         gate = (
             f", bar {_bars(calibration)}" if calibration and connection.track == "emulated"

@@ -46,7 +46,7 @@ async def test_each_conversation_talks_to_its_own_server(tmp_path: Path) -> None
             store.set_server(on_gpu, "GPU box")
             session.use_preset(by_preset, book.get("Heavy"))  # type: ignore[arg-type]
             assert await answer(session, on_laptop, "Hi") == "From the laptop."
-            assert in_use(session.settings) == "Laptop"
+            assert in_use(session.settings) == "Laptop" == session.connection.server
             assert await answer(session, either, "Hi") == "From the laptop."  # as in use
             assert await answer(session, by_preset, "Hi") == "From the GPU box."
             assert await answer(session, on_laptop, "Again") == "From the laptop."

@@ -159,6 +159,7 @@ def test_each_conversation_is_answered_by_its_own_server(
     qtbot.waitUntil(lambda: session.connection.url == gpu.url and session.connection.ok,
                     timeout=10000)  # fmt: skip
     assert window.pane.header.server.currentData() == "GPU box"
+    assert window.status.backend_label.text().startswith("● GPU box · ")
     window.pane.composer.setPlainText("Hi")
     qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: "From the GPU box." in answers(window), timeout=10000)
