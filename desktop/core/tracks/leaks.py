@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from desktop.core.tracks.prompt import EARLIER_HEAD, NEXT_STEP_HINT, NO_TOOLS_HINT
+from desktop.core.tracks.prompt import EARLIER_HEAD, NEXT_STEP_HINT, NO_TOOLS_HINT, QUESTION_HINT
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ TRANSCRIPT_FORMATS = (
     _fixed(EARLIER_HEAD, "the transcript's heading"),
     _fixed(NEXT_STEP_HINT, "a step hint"),
     _fixed(NO_TOOLS_HINT, "a step hint"),
+    _fixed(QUESTION_HINT, "a step hint"),
     _fixed("You can use tools.", "the tool prompt"),
 )
 CALL_FORMATS = (

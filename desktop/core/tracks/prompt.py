@@ -26,6 +26,13 @@ Tools:"""
 # Appended to the tool results the model reads last: small models follow the latest words.
 NEXT_STEP_HINT = "If these results answer the request, answer the user now in plain text."
 NO_TOOLS_HINT = "Now answer the user's request in plain text, using the results above."
+# After a question, its hint asks it again, in the person's voice (the results reach the
+# model as their message): read last, it is what gets answered. An instruction is not said
+# again: the tool has carried it out, and said again it was carried out again (a call
+# written out, in words).
+QUESTION_HINT = "Using the results above, answer my question in plain text:"
+# A question longer than this (a pasted text) is pointed at, not said again.
+MAX_RESTATED_CHARS = 1000
 
 
 def render_tool(tool: ToolSpec, form: ToolForm = "json") -> str:
@@ -97,7 +104,7 @@ def emulated_history(
         hint = NEXT_STEP_HINT
         if not tools or not calls_allowed:
             refusals = [m.text for m in messages if _worth_telling(m)]
-            hint = "\n".join([*(f"({reason})" for reason in refusals), NO_TOOLS_HINT])
+            hint = "\n".join([*(f"({reason})" for reason in refusals), _no_tools_hint(messages)])
         last = out[-1]
         out[-1] = Message(last.role, _joined(last.parts, [TextPart(hint)]))
     return out
@@ -214,6 +221,15 @@ def _without_rejected_calls(messages: Sequence[Message]) -> list[Message]:
             message = Message("assistant", list(message.parts), calls)
         kept.append(message)
     return kept
+
+
+def _no_tools_hint(messages: Sequence[Message]) -> str:
+    """The hint, with the person's question said again (where it is one, and short)."""
+    start = current_turn_start(messages)
+    request = messages[start].text.strip() if messages and is_request(messages[start]) else ""
+    if request.endswith("?") and len(request) <= MAX_RESTATED_CHARS:
+        return f"{QUESTION_HINT} {request}"
+    return NO_TOOLS_HINT
 
 
 def _mid_turn(messages: Sequence[Message]) -> bool:

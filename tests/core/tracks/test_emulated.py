@@ -99,6 +99,25 @@ def test_history_without_tools_has_no_tool_prompt_and_says_so() -> None:
     )
 
 
+def test_a_question_is_asked_again_after_its_results_and_nothing_else_is() -> None:
+    """What a small model reads last is what it answers: a question, asked again; an
+    instruction the tool carried out, or a pasted text, is not said again."""
+    from desktop.core.tracks.prompt import MAX_RESTATED_CHARS, NO_TOOLS_HINT, QUESTION_HINT
+
+    def last_of(request: str) -> str:
+        history = [
+            Message.user(request),
+            Message.assistant("", [ToolCall("c1", "calculator", {"expression": "2*3"})]),
+            Message.tool("c1", "calculator", "6"),
+        ]
+        return emulated_history(history, [])[-1].text
+
+    assert last_of("What is 2 * 3?").endswith(f"{QUESTION_HINT} What is 2 * 3?")
+    assert last_of("Make a chart of 2 and 3.").endswith(NO_TOOLS_HINT)
+    pasted = "Summarise this? " + "word " * MAX_RESTATED_CHARS + "?"
+    assert "word word" not in last_of(pasted) and last_of(pasted).endswith(NO_TOOLS_HINT)
+
+
 def test_a_new_user_question_gets_no_hint() -> None:
     history = [
         Message.user("q"),
