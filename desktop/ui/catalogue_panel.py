@@ -32,6 +32,7 @@ class CataloguePanel(QGroupBox):
     ) -> None:
         super().__init__("Catalogue", parent)
         self.catalogue = catalogue
+        self.installed: dict[str, str] = {}  # catalogue id -> the name it is installed as
         self.search_path: str | None = None  # the runtimes' PATH (tests set their own)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search the catalogue")
@@ -65,19 +66,30 @@ class CataloguePanel(QGroupBox):
         """The settings as typed, by key."""
         return {key: field.text() for key, field in self.fields.items()}
 
-    def _fill_catalogue(self) -> None:
+    def show_installed(self, installed: dict[str, str]) -> None:
+        """Mark the catalogue's servers that are installed (catalogue id -> name)."""
+        if installed != self.installed:
+            self.installed = installed
+            chosen = self.chosen_entry()
+            self._fill_catalogue(chosen.id if chosen else None)
+
+    def _fill_catalogue(self, keep: str | None = None) -> None:
         self.listing.clear()
         for server in self.catalogue:
             if server.matches(self.search.text()):
                 runs = server.runtime + (" · online" if server.online else "")
-                item = QTreeWidgetItem([server.name, runs, server.description])
+                name = f"{server.name} ✓" if server.id in self.installed else server.name
+                item = QTreeWidgetItem([name, runs, server.description])
                 item.setData(0, Qt.ItemDataRole.UserRole, server.id)
                 item.setToolTip(2, server.description)
                 self.listing.addTopLevelItem(item)
         self.listing.resizeColumnToContents(0)
         self.listing.resizeColumnToContents(1)
-        if (first := self.listing.topLevelItem(0)) is not None:
-            self.listing.setCurrentItem(first)
+        items = [self.listing.topLevelItem(i) for i in range(self.listing.topLevelItemCount())]
+        shown = [i for i in items if i is not None]
+        kept = [i for i in shown if i.data(0, Qt.ItemDataRole.UserRole) == keep] or shown[:1]
+        if kept:
+            self.listing.setCurrentItem(kept[0])
         else:
             self._show_entry()
 
@@ -95,6 +107,8 @@ class CataloguePanel(QGroupBox):
         if server is None:
             return
         online = "Goes online. " if server.online else "Works offline. "
+        if (name := self.installed.get(server.id)) is not None:
+            online += f"Installed as {escape(name)}: installing again replaces its settings. "
         runtime = find_runtime(server, self.search_path)
         self.install_button.setEnabled(runtime.ok)
         missing = (

@@ -46,6 +46,7 @@ from desktop.core.tools.mcp_servers_file import (
     Imported,
     import_file,
     install,
+    installed_from_catalogue,
     read_servers,
     remove_server,
     servers_in,
@@ -214,6 +215,7 @@ class ToolsDialog(QDialog):
             if name == chosen:
                 self.installed.setCurrentItem(item)
         self.installed.resizeColumnToContents(0)
+        self.catalogue.show_installed(installed_from_catalogue(self.listed))
         self._show_server()
 
     def chosen_server(self) -> str | None:

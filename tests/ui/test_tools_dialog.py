@@ -76,6 +76,9 @@ def test_a_catalogue_server_is_installed_by_clicks_used_and_set_to_never(
         saved = json.loads((data / "settings.json").read_text())
         assert saved["mcp_config"] == str(data / "mcp-servers.json")  # kept for next time
         assert read_servers(data / "mcp-servers.json")["demo"]["catalogue"] == "demo"
+        listed = dialog.catalogue.listing.currentItem()  # the catalogue marks it installed
+        assert listed is not None and listed.text(0) == "Demo ✓"
+        assert "Installed as demo" in dialog.catalogue.details.text()
 
         type_and_send(qtbot, window, "What is 2 + 3?")  # read-only: runs without asking
         qtbot.waitUntil(lambda: not window.controller.busy and "c1" in window.pane.chat.cards,
@@ -99,6 +102,8 @@ def test_a_catalogue_server_is_installed_by_clicks_used_and_set_to_never(
         qtbot.waitUntil(lambda: state_of(dialog, "demo").startswith("running"), timeout=30000)
         qtbot.mouseClick(dialog.remove, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: dialog.installed.topLevelItemCount() == 0, timeout=10000)
+        unmarked = dialog.catalogue.listing.currentItem()
+        assert unmarked is not None and unmarked.text(0) == "Demo"  # no longer marked
         qtbot.waitUntil(lambda: window.session.tools.mcp.servers == [], timeout=10000)
         assert read_servers(data / "mcp-servers.json") == {}
     finally:

@@ -172,12 +172,8 @@ def install(server: CatalogueServer, values: Mapping[str, str], path: Path,
     return name
 
 
-def installed_from_catalogue(path: Path) -> dict[str, str]:
-    """Catalogue id -> the name it was installed under, for the servers in the file."""
-    try:
-        servers = read_servers(path)
-    except McpConfigError:
-        return {}
+def installed_from_catalogue(servers: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Catalogue id -> the name it was installed under, for servers as the file lists them."""
     return {
         str(s["catalogue"]): n for n, s in servers.items() if isinstance(s.get("catalogue"), str)
     }

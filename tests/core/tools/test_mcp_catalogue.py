@@ -117,11 +117,11 @@ def test_install_writes_the_file_and_again_replaces_it(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     assert data["note"] == "kept" and data["mcpServers"]["demo"] == {"command": "x"}
     assert data["mcpServers"]["demo_2"]["args"][-1] == "--zone=Europe/Paris"
-    assert installed_from_catalogue(path) == {"demo": "demo_2"}
+    assert installed_from_catalogue(read_servers(path)) == {"demo": "demo_2"}
     set_disabled(path, "demo_2", True)
     assert read_servers(path)["demo_2"]["disabled"] is True
     assert remove_server(path, "demo_2") and not remove_server(path, "demo_2")
-    assert installed_from_catalogue(path) == {}
+    assert installed_from_catalogue(read_servers(path)) == {}
 
 
 def test_install_stops_where_the_runtime_is_missing(tmp_path: Path) -> None:
