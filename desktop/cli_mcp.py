@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from desktop.cli_models import printable
 from desktop.core.errors import UsageError
 from desktop.core.storage.paths import data_dir
-from desktop.core.storage.settings import load_settings, save_settings
+from desktop.core.storage.settings import SETTINGS_FILE, load_settings, save_settings
 from desktop.core.tools.mcp import McpServers, parse_mcp_config
 from desktop.core.tools.mcp_catalogue import find_runtime, load_catalogue
 from desktop.core.tools.mcp_servers_file import (
@@ -56,7 +56,7 @@ def add_mcp_parser(commands: Any) -> None:
 def servers_file(write: bool = False) -> Path:
     """The app's mcpServers file: the settings', else its own in the data folder (then named
     in the settings when `write`, so that the window starts what was installed)."""
-    settings_path = data_dir() / "settings.json"
+    settings_path = data_dir() / SETTINGS_FILE
     settings = load_settings(settings_path)
     if settings.mcp_config:
         return Path(settings.mcp_config).expanduser()

@@ -25,16 +25,16 @@ from desktop.api.server import ApiServer, Backend, ChatApi
 from desktop.api.token import api_token
 from desktop.core.backend_kind import Track
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
+from desktop.core.connector import reached
 from desktop.core.errors import LoomchatError, UsageError
 from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, make_provider
-from desktop.core.providers.transport import Transport
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.paths import data_dir
-from desktop.core.storage.servers import key_name, on_server
-from desktop.core.storage.settings import Settings, load_settings
+from desktop.core.storage.servers import on_server
+from desktop.core.storage.settings import SETTINGS_FILE, Settings, load_settings
 from desktop.core.tracks.choice import prepare
 from desktop.core.tracks.fitting import FittedHistory
 
@@ -75,13 +75,8 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         await runtime.start()
         provider = make_provider("llamacpp", runtime.base_url)
     elif saved is not None:
-        in_file = data_dir() / "secrets.json" if saved.secrets_in_file else None
-        secrets = SecretStore(file=in_file)  # as the app keeps them
-        key = secrets.get(key_name(args.server)) or secrets.get(kind)
-        transport = Transport.of(saved.ca_file, saved.client_cert, saved.client_key,
-                                 saved.headers, saved.proxy)  # fmt: skip
-        provider = make_provider(kind, saved.url or None, saved.model, api_key=key,
-                                 transport=transport)  # fmt: skip
+        secrets = SecretStore.of_folder(data_dir(), saved.secrets_in_file)  # as the app keeps them
+        provider = reached(saved, secrets, kind, saved.url or None)
     else:
         provider = make_provider(args.provider, args.url, args.model)
     server: ApiServer | None = None
@@ -120,6 +115,6 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
 def saved_server(name: str) -> Settings:
     """The app's settings connected to its saved server `name` (`UsageError` if none)."""
     try:
-        return on_server(load_settings(data_dir() / "settings.json"), name)
+        return on_server(load_settings(data_dir() / SETTINGS_FILE), name)
     except LoomchatError as exc:
         raise UsageError(f"--server {name!r}: {exc}") from None

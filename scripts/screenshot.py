@@ -34,7 +34,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -369,6 +369,25 @@ async def shoot_models(out: Path) -> None:
     print(f"saved first-run.png, models-download.png in {out}")
 
 
+def take_on_qt(shots: Coroutine[Any, Any, None]) -> int:
+    """Take the shots on Qt's loop, then leave at once: Qt objects finalised during
+    interpreter shutdown may crash PySide6, and all is saved."""
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.ui.app import run_on_qt
+
+    run_on_qt(QApplication(sys.argv[:1]), shots)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def shots_main(doc: str, shoot: Callable[[Path], Coroutine[Any, Any, None]]) -> int:
+    """A screenshot script's `main`: `--out DIR`, then `shoot` into it."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
+    return take_on_qt(shoot(parser.parse_args().out))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
@@ -388,10 +407,6 @@ def main() -> int:
     if args.data_folder:
         shoot_data_folder(args.out)
         return 0
-    from PySide6.QtWidgets import QApplication
-
-    from desktop.ui.app import run_on_qt
-
     shots = (
         shoot_calibration(args.out) if args.calibration
         else shoot_models(args.out) if args.models
@@ -400,10 +415,7 @@ def main() -> int:
         else shoot_documents(args.out) if args.documents
         else shoot(args.out)
     )  # fmt: skip
-    run_on_qt(QApplication(sys.argv[:1]), shots)
-    sys.stdout.flush()
-    # Qt objects finalised during interpreter shutdown may crash PySide6; all is saved.
-    os._exit(0)
+    return take_on_qt(shots)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,12 @@ Saves `tools.png` and `code-runner.png`.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
-from scripts.screenshot import real_app, wait_for
+from scripts.screenshot import real_app, shots_main, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = (
@@ -82,16 +80,7 @@ async def shoot_tools(out: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("resources/screenshots"))
-    args = parser.parse_args()
-    from PySide6.QtWidgets import QApplication
-
-    from desktop.ui.app import run_on_qt
-
-    run_on_qt(QApplication(sys.argv[:1]), shoot_tools(args.out))
-    sys.stdout.flush()
-    os._exit(0)  # as scripts.screenshot: Qt objects finalised at shutdown may crash
+    return shots_main(__doc__, shoot_tools)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,19 @@ from desktop.core.tracing import TracingProvider
 from desktop.core.tracks.choice import on_track
 
 
+def reached(
+    settings: Settings, secrets: SecretStore, kind: str, url: str | None
+) -> ProbingProvider:
+    """The provider of the `kind` server at `url` (None: its usual address), reached as
+    the settings say: its model, context, certificates, headers and proxy, and the key kept
+    for it (the saved server's, else its kind's)."""
+    transport = Transport.of(settings.ca_file, settings.client_cert, settings.client_key,
+                             settings.headers, settings.proxy)  # fmt: skip
+    key = settings.server and secrets.get(key_name(settings.server))
+    return make_provider(kind, url, settings.model, api_key=key or secrets.get(kind),
+                         num_ctx=settings.context_size, transport=transport)  # fmt: skip
+
+
 class Connector:
     def __init__(
         self,
@@ -152,11 +165,7 @@ class Connector:
             kind, url = found[0].kind, found[0].url
         else:
             url = settings.url or BACKENDS[kind].default_url
-        transport = Transport.of(settings.ca_file, settings.client_cert, settings.client_key,
-                                 settings.headers, settings.proxy)  # fmt: skip
-        key = settings.server and self.secrets.get(key_name(settings.server))
-        return make_provider(kind, url, settings.model, api_key=key or self.secrets.get(kind),
-                             num_ctx=settings.context_size, transport=transport)  # fmt: skip
+        return reached(settings, self.secrets, kind, url)
 
     async def _start_runtime(self, settings: Settings) -> ProbingProvider:
         model = Path(settings.runtime_model) if settings.runtime_model else None

@@ -213,16 +213,16 @@ class Session:
     def preset_of(self, conversation_id: int) -> Preset | None:
         return self.presets.get(self.store.system_prompt(conversation_id)[1])
 
-    def server_of(self, conversation_id: int) -> str:
-        """The saved server the conversation talks to: its own choice, else its preset's
-        ("": whichever is in use)."""
+    def server_settings(self, conversation_id: int) -> Settings | None:
+        """The settings that connect to the conversation's saved server (its own choice,
+        else its preset's); None where that is the one in use, none, or saved no more."""
         preset = self.preset_of(conversation_id)
-        return self.store.server(conversation_id) or (preset.server if preset else "")
+        wanted = self.store.server(conversation_id) or (preset.server if preset else "")
+        return settings_for(self.settings, wanted)
 
     async def connect_for(self, conversation_id: int) -> bool:
-        """Connect to the conversation's server where another is in use (one no longer
-        saved is not asked for); whether it did."""
-        if (moved := settings_for(self.settings, self.server_of(conversation_id))) is None:
+        """Connect to the conversation's server where another is in use; whether it did."""
+        if (moved := self.server_settings(conversation_id)) is None:
             return False
         self.apply_settings(moved)
         await self.connect()

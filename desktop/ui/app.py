@@ -24,7 +24,7 @@ from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.logs import log_handler
 from desktop.core.storage.paths import DataFolderError, check_writable, data_dir, remember_data_dir
 from desktop.core.storage.presets import PRESETS_FILE, PresetBook
-from desktop.core.storage.settings import Settings, SettingsError, load_settings
+from desktop.core.storage.settings import SETTINGS_FILE, Settings, SettingsError, load_settings
 from desktop.ui.controller import ChatController
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on
 from desktop.ui.diagnostics import report_startup, self_check
@@ -43,7 +43,7 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
     `DataFolderError` if the folder cannot be used at all (damaged chats, no write rights).
     """
     check_writable(folder)
-    settings_path = folder / "settings.json"
+    settings_path = folder / SETTINGS_FILE
     problem = None
     try:
         settings = load_settings(settings_path)
@@ -52,7 +52,7 @@ def build(folder: Path) -> tuple[MainWindow, ChatController, Session, str | None
             Settings(),
             f"Your settings could not be read, so defaults are used.\n\n{exc}",
         )
-    secrets = SecretStore(file=folder / "secrets.json" if settings.secrets_in_file else None)
+    secrets = SecretStore.of_folder(folder, settings.secrets_in_file)
     store = ChatStore(folder / "chats.db")
     calibrations = CalibrationStore(folder / CALIBRATIONS_FILE)
     presets = PresetBook.load(folder / PRESETS_FILE)

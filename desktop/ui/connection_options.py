@@ -26,6 +26,7 @@ from desktop.core.storage.settings import Settings
 from desktop.ui.accessible import describe
 
 PROXIES = (("", "No proxy"), ("system", "The system's proxy"))
+OPTIONS = ("ca_file", "client_cert", "client_key", "headers", "proxy")  # the settings shown
 
 
 class ConnectionOptions(QGroupBox):
@@ -34,21 +35,18 @@ class ConnectionOptions(QGroupBox):
         self.setCheckable(True)
         # as tall as its rows: the tab's spare height stays below the form, not in here
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
-        chosen = any([settings.ca_file, settings.client_cert, settings.headers, settings.proxy])
-        self.setChecked(chosen)
         self.form = QFormLayout(self)
         self.ca_file = self._file_row(
             "Certificate authority",
-            settings.ca_file,
             "A PEM file of the authority that signed the server's certificate; empty: the system's",
         )
         self.client_cert = self._file_row(
-            "Client certificate", settings.client_cert, "A PEM certificate, where asked for one"
+            "Client certificate", "A PEM certificate, where asked for one"
         )
         self.client_key = self._file_row(
-            "Client key", settings.client_key, "Its private key, if not in the certificate's file"
+            "Client key", "Its private key, if not in the certificate's file"
         )
-        self.headers = QPlainTextEdit("\n".join(f"{k}: {v}" for k, v in settings.headers.items()))
+        self.headers = QPlainTextEdit()
         self.headers.setPlaceholderText("One per line, like  X-Api-Gateway: team-blue")
         self.headers.setFixedHeight(60)
         describe(self.headers, "Headers sent with every request to the server", "Headers")
@@ -57,26 +55,22 @@ class ConnectionOptions(QGroupBox):
         self.proxy.setEditable(True)
         for value, text in PROXIES:
             self.proxy.addItem(text, value)
-        index = self.proxy.findData(settings.proxy)
-        if index >= 0:
-            self.proxy.setCurrentIndex(index)
-        else:
-            self.proxy.setEditText(settings.proxy)
         describe(self.proxy, "None, the system's, or a proxy's address (http://host:port)",
                  "Proxy")  # fmt: skip
         self.form.addRow("Proxy", self.proxy)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         self.form.addRow("", self.problem)
+        self.show_values({k: getattr(settings, k) for k in OPTIONS})
         self.toggled.connect(self._fold)
-        self._fold(chosen)
+        self._fold(self.isChecked())
 
     def _fold(self, open_: bool) -> None:
         for child in self.findChildren(QWidget):
             child.setVisible(open_)
 
-    def _file_row(self, label: str, value: str, what: str) -> QLineEdit:
-        field = QLineEdit(value)
+    def _file_row(self, label: str, what: str) -> QLineEdit:
+        field = QLineEdit()
         field.setPlaceholderText("none")
         describe(field, what, label)
         choose = QPushButton("Choose…")

@@ -18,7 +18,6 @@ from desktop.core.events import Event, TurnFailed
 from desktop.core.messages import Image, ToolCall
 from desktop.core.providers.base import ProviderError
 from desktop.core.session import Session
-from desktop.core.storage.servers import settings_for
 from desktop.core.tools.toolbox import Tool
 from desktop.ui.api_host import ApiHost
 from desktop.ui.tasks import Tasks
@@ -210,7 +209,7 @@ class ChatController(QObject):
     def follow_server(self, conversation_id: int) -> None:
         """Connect to the conversation's saved server where another is in use; not under a
         running turn (its conversation's server is the one it runs on)."""
-        moved = settings_for(self.session.settings, self.session.server_of(conversation_id))
+        moved = self.session.server_settings(conversation_id)
         if moved is not None and not self.busy:
             self.session.apply_settings(moved)
             self.reconnect()

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.core.storage.servers import MAX_NAME_CHARS, MAX_SERVERS, in_use
+from desktop.core.storage.servers import ServerError, checked_name, in_use
 from desktop.core.storage.settings import Settings
 from desktop.ui.accessible import describe
 
@@ -67,11 +67,10 @@ class SavedServers(QWidget):
 
     def save_as(self, name: str) -> str:
         """Keep the tab's connection as `name`; what went wrong, or ""."""
-        name = name.strip()
-        if not name or len(name) > MAX_NAME_CHARS:
-            return f"A server's name is 1 to {MAX_NAME_CHARS} characters."
-        if name not in self.servers and len(self.servers) >= MAX_SERVERS:
-            return f"{MAX_SERVERS} servers are kept at most: remove one first."
+        try:
+            name = checked_name(name, self.servers)
+        except ServerError as exc:
+            return str(exc)
         self.servers[name] = self._connection()
         self._fill(name)
         return ""

@@ -31,7 +31,7 @@ from desktop.core.providers.discovery import discover
 from desktop.core.providers.registry import BACKENDS, make_provider
 from desktop.core.runtime import LlamaServer
 from desktop.core.storage.keychain import SecretStore, keychain_available
-from desktop.core.storage.servers import connection_of, key_name, on_server
+from desktop.core.storage.servers import connection_of, key_name, with_connection
 from desktop.core.storage.settings import Settings
 from desktop.core.tools.toolbox import Tool
 from desktop.ui.accessible import complete, describe
@@ -266,7 +266,7 @@ class SettingsDialog(QDialog):
 
     def _show_server(self, fields: dict[str, Any]) -> None:
         """A saved server's connection, shown in the tab (what OK then connects to)."""
-        shown = on_server(replace(self._original, servers={"": fields}), "")
+        shown = with_connection(self._original, fields)
         self.backend.setCurrentIndex(max(0, self.backend.findData(shown.backend)))
         self.url.setText(shown.url)
         self.model.setCurrentText(shown.model)

@@ -41,12 +41,21 @@ def keychain_available() -> tuple[bool, str]:
     ) + ")."
 
 
+SECRETS_FILE = "secrets.json"
+
+
 @dataclass
 class SecretStore:
     """`file` is the opt-in plain-text fallback; None means keychain or session only."""
 
     file: Path | None = None
     _session: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of_folder(cls, folder: Path, in_file: bool) -> SecretStore:
+        """The keys as the app keeps them for the data `folder` (`in_file`: the settings'
+        opt-in to the plain-text file there)."""
+        return cls(file=folder / SECRETS_FILE if in_file else None)
 
     def set(self, name: str, value: str) -> str:
         """Store a key; returns where it went, as a sentence for the user."""

@@ -6,7 +6,8 @@ there. Each saved server's key is in the keychain under its own name."""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from desktop.core.errors import LoomchatError
@@ -27,18 +28,29 @@ def key_name(server: str) -> str:
 
 def connection_of(settings: Settings) -> dict[str, Any]:
     """The settings' connection fields, as a saved server keeps them."""
-    kept = {f.name: getattr(settings, f.name) for f in fields(settings)}
-    return {name: _copy(kept[name]) for name in CONNECTION_FIELDS}
+    return {name: _copy(getattr(settings, name)) for name in CONNECTION_FIELDS}
+
+
+def with_connection(settings: Settings, saved: Mapping[str, Any]) -> Settings:
+    """These settings with a saved server's connection fields copied in."""
+    known = {k: _copy(v) for k, v in saved.items() if k in CONNECTION_FIELDS}
+    return replace(settings, **known)
+
+
+def checked_name(name: str, servers: Mapping[str, object]) -> str:
+    """`name` stripped, as it may be saved beside `servers`; else `ServerError` saying why."""
+    name = name.strip()
+    if not name or len(name) > MAX_NAME_CHARS:
+        raise ServerError(f"A server's name is 1 to {MAX_NAME_CHARS} characters.")
+    if name not in servers and len(servers) >= MAX_SERVERS:
+        raise ServerError(f"{MAX_SERVERS} servers are kept at most: remove one first.")
+    return name
 
 
 def saved_as(settings: Settings, name: str) -> Settings:
     """These settings with their connection saved as `name` (replacing one of that name),
     and that server the one in use."""
-    name = name.strip()
-    if not name or len(name) > MAX_NAME_CHARS:
-        raise ServerError(f"A server's name is 1 to {MAX_NAME_CHARS} characters.")
-    if name not in settings.servers and len(settings.servers) >= MAX_SERVERS:
-        raise ServerError(f"{MAX_SERVERS} servers are kept at most: remove one first.")
+    name = checked_name(name, settings.servers)
     servers = {**settings.servers, name: connection_of(settings)}
     return replace(settings, servers=servers, server=name)
 
@@ -56,8 +68,7 @@ def on_server(settings: Settings, name: str) -> Settings:
     saved = settings.servers.get(name)
     if saved is None:
         raise ServerError(f"There is no saved server called {name!r}.")
-    known = {k: _copy(v) for k, v in saved.items() if k in CONNECTION_FIELDS}
-    return replace(settings, **known, server=name)
+    return replace(with_connection(settings, saved), server=name)
 
 
 def in_use(settings: Settings) -> str:

@@ -75,6 +75,8 @@ SCHEMA["properties"]["servers"] = {
 }
 
 
+SETTINGS_FILE = "settings.json"  # in the data folder
+
 # A field with this metadata changes what the app is connected to: a new value reconnects.
 RECONNECT = {"reconnect": True}
 
