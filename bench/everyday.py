@@ -18,7 +18,8 @@ visible token and per turn. Unless `--no-plain`, each turn that needs no tool is
 again afterwards with no tools offered, on the same history, and the two are compared: a
 turn that needs no tool should cost little more than a plain answer. Two ratios: the whole
 turn's (swayed by the two answers' lengths, each a sample of its own) and its first
-visible word's (what the call gate costs).
+visible word's (what the call gate costs). The plain answer is judged too: a no-tool turn
+it gets wrong (a fact the model does not know) is beyond any change to tool calling.
 Writes `bench/results/everyday.md` and the turns in detail to `everyday.json`.
 """
 
@@ -108,8 +109,12 @@ class Turn:
     seconds: float = 0.0
     plain_seconds: float | None = None
     plain_first_token_s: float | None = None
+    # The plain answer (no tools offered) judged as the turn is: a turn it gets wrong too
+    # is one the model cannot answer, whatever the tools do.
+    plain_right: bool | None = None
     gate: list[dict[str, Any]] = field(default_factory=list)
     history: list[Message] = field(default_factory=list, repr=False)
+    wanted: Expected | None = field(default=None, repr=False)
 
 
 def read_set(path: Path, half: str) -> list[dict[str, Any]]:
@@ -123,6 +128,7 @@ async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]
     for line in conversation["turns"]:
         expected = Expected.from_dict(line)
         turn = Turn(conversation["id"], conversation["half"], expected.user, expected.tool)
+        turn.wanted = expected
         turn.history = list(session.conversation(cid))
         results: dict[str, str] = {}
         failed = ""
@@ -162,7 +168,8 @@ async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]
 
 
 async def plain_answers(provider: Provider, turns: list[Turn]) -> None:
-    """Each turn that needs no tool asked again with no tools offered, on its history."""
+    """Each turn that needs no tool asked again with no tools offered, on its history, and
+    its answer judged."""
     plain = EmulatedTools(FittedHistory(provider, CONTEXT_SIZE))  # as the session bounds it
     for turn in turns:
         if turn.expected is not None:
@@ -172,6 +179,8 @@ async def plain_answers(provider: Provider, turns: list[Turn]) -> None:
         try:
             async for event in plain.stream(messages, [], RequestOptions()):
                 if isinstance(event, Reply):
+                    if turn.wanted is not None:
+                        turn.plain_right = judge(turn.wanted, [], {}, event.text).right
                     break
                 shown = isinstance(event, TextChunk) and bool(event.text.strip())
                 if shown and turn.plain_first_token_s is None:
@@ -210,7 +219,8 @@ async def measure(
             await plain_answers(provider, turns)
         await session.close()
     await base.aclose()
-    shown = [{k: v for k, v in asdict(t).items() if k != "history"} for t in turns]
+    kept_apart = {"history", "wanted"}
+    shown = [{k: v for k, v in asdict(t).items() if k not in kept_apart} for t in turns]
     return {"model": label, "calibration": card.to_dict(), "calibration_s": calibration_s,
             "turns": shown}  # fmt: skip
 
@@ -236,6 +246,8 @@ def summary(run: dict[str, Any]) -> list[str]:
                   if t["plain_first_token_s"] and t["first_token_s"]]  # fmt: skip
         first_ratio = f"{median(firsts):.2f}" if firsts else "—"
         first = median([t["first_token_s"] for t in turns])
+        judged = [t for t in quiet if t.get("plain_right") is not None]
+        beyond = sum(not t["plain_right"] for t in judged)
         cells = [
             run["model"], half,
             f"{sum(t['right'] for t in turns)}/{len(turns)}",
@@ -246,6 +258,7 @@ def summary(run: dict[str, Any]) -> list[str]:
             f"{sum(t['ignored'] for t in due)}",
             f"{sum(t['refusal'] for t in turns)}",
             f"{sum(t['leaked'] for t in turns)}",
+            f"{beyond}/{len(judged)}" if judged else "—",
             f"{first:.1f}" if first is not None else "—",
             f"{median([t['seconds'] for t in turns]):.1f}",
             ratio,
@@ -258,9 +271,11 @@ def summary(run: dict[str, Any]) -> list[str]:
 HEADER = (
     "| model | half | turns right | no-tool turns with a call | tool turns with another "
     "call | missed calls | calls made again | results not used | refusals | formats shown "
-    "| first token s (median) | s per turn (median) | no-tool turn ÷ plain (median) "
+    "| no-tool turns wrong with no tools offered either | first token s (median) "
+    "| s per turn (median) | no-tool turn ÷ plain (median) "
     "| its first word ÷ the plain answer's (median) |\n"
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+    "| --- |"
 )
 
 

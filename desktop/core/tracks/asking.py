@@ -9,6 +9,9 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
+from typing import Any
+
+from referencing.exceptions import Unresolvable
 
 from desktop.core.events import ProviderEvent, Reply, TextChunk, ThinkingChunk, TokenOdds
 from desktop.core.messages import Message, ToolCall
@@ -21,12 +24,13 @@ from desktop.core.providers.base import (
     checked_call,
     split_calls,
 )
+from desktop.core.schemas import validator
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.gate import ConstrainedCalls, Free, Odds, Opened
 from desktop.core.tracks.holdback import ProseGate, VisibleText
 from desktop.core.tracks.licence import Refusal
 from desktop.core.tracks.odds import arguments_odds, call_odds
-from desktop.core.tracks.parse import parse_answer
+from desktop.core.tracks.parse import match_json_end, parse_answer
 from desktop.core.tracks.step_calls import call_schema
 
 # Tokens the constrained phase may use whatever the request's limit: a call cut short
@@ -36,6 +40,9 @@ _FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
 # How far past the start of a call the free answer is read for the first call's name (and
 # how much prose calibration reads before it takes the answer for prose).
 NAME_LOOKAHEAD = 300
+# How far past its start a call is read whole from the free answer (`Free.read_whole`); a
+# longer one is written under the grammar instead, as any other.
+WHOLE_CALL_LOOKAHEAD = 2000
 
 # Why a call written under the grammar is not the person's, or None (`licence.refusal_of`).
 Judge = Callable[[ToolCall], str | None]
@@ -111,6 +118,36 @@ def first_name(gate: ProseGate) -> tuple[bool, str | None]:
     if named:
         return True, named.group(1)
     return len(gate.buffer) - gate.released > NAME_LOOKAHEAD, None
+
+
+def whole_call(gate: ProseGate, tool: ToolSpec) -> tuple[bool, ToolCall | None]:
+    """Whether the free answer's first call (to the offered `tool`) has been read to its
+    end or past the lookahead, and the call as written, where it closed whole and is one
+    the grammar could write (`grammar_writes`)."""
+    start = gate.buffer.find("{", gate.released)
+    end = match_json_end(gate.buffer, start) if start >= 0 else None
+    if end is None:
+        return len(gate.buffer) - gate.released > WHOLE_CALL_LOOKAHEAD, None
+    for _, arguments in parse_answer(gate.buffer[start:end]).calls[:1]:
+        if grammar_writes(tool, arguments):
+            return True, ToolCall("", tool.name, arguments)
+    return True, None
+
+
+def grammar_writes(tool: ToolSpec, arguments: Any) -> bool:
+    """Whether the schema's grammar could write these arguments: the call written freely
+    is then the one it would write at temperature 0. One with an argument outside the
+    schema ("result": 12 beside the expression) or of another shape would be written
+    otherwise, and judged as written it would not be the call made."""
+    if not isinstance(arguments, dict):
+        return False
+    outside = set(arguments) - set(tool.properties)
+    if outside and tool.parameters.get("additionalProperties") is not True:
+        return False
+    try:
+        return bool(validator(tool.parameters).is_valid(arguments))
+    except (Unresolvable, RecursionError):
+        return False
 
 
 async def probe(

@@ -22,7 +22,7 @@ from desktop.core.events import (
     TextChunk,
     ThinkingChunk,
 )
-from desktop.core.messages import Message
+from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import (
     Constrained,
     PlainAnswer,
@@ -32,7 +32,7 @@ from desktop.core.providers.base import (
     RequestOptions,
 )
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.asking import Judge, constrained_calls, first_name, probe
+from desktop.core.tracks.asking import Judge, constrained_calls, first_name, probe, whole_call
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.gate import (
     Answer,
@@ -51,6 +51,7 @@ from desktop.core.tracks.holdback import VisibleText, relay
 from desktop.core.tracks.licence import refusal_of
 from desktop.core.tracks.persons_calls import persons_calls
 from desktop.core.tracks.prompt import emulated_history, split_turns
+from desktop.core.tracks.step_calls import offered_tool
 from desktop.core.tracks.tool_forms import ToolForm
 
 # A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
@@ -168,7 +169,7 @@ class ConstrainedTools(ProviderWrapper):
                         self.inner, asked, tools, options, ask, names, judge
                     )
                 case Free():
-                    async for event in self._free(history, options, ask, free):
+                    async for event in self._free(history, tools, options, ask, free):
                         yield event
                     answer = free.opened
                 case _:
@@ -180,20 +181,29 @@ class ConstrainedTools(ProviderWrapper):
             yield event
 
     async def _free(
-        self, history: list[Message], options: RequestOptions, ask: Free, free: _FreeAnswer
+        self,
+        history: list[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        ask: Free,
+        free: _FreeAnswer,
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The free answer, its prose shown as it streams (held, where the second look
-        may judge it), read until a call names its tool, or paused at the held prose's
-        first word."""
+        may judge it), read until a call names its tool (or ends, for a tool the gate
+        judges as written), or paused at the held prose's first word."""
         visible, gate = free.visible, free.visible.gate
         looking, thought = ask.hold_prose, False
         named: str | None = None
+        whole: ToolCall | None = None
 
         def stop() -> bool:
-            nonlocal named
+            nonlocal named, whole
             if not gate.holding:
                 return False
             done, named = first_name(gate)
+            tool = offered_tool(named, tools) if done and named is not None else None
+            if tool is not None and tool in ask.read_whole:
+                done, whole = whole_call(gate, next(t for t in tools if t.name == tool))
             return done
 
         asked = replace(options, temperature=0) if ask.greedy else options
@@ -217,7 +227,7 @@ class ConstrainedTools(ProviderWrapper):
             else:
                 await shown.aclose()
         prose = gate.buffer[: gate.released] if gate.holding else gate.buffer
-        free.opened = Opened(gate.holding, named, prose, thought)
+        free.opened = Opened(gate.holding, named, prose, thought, whole)
 
     async def _carry_out(
         self,

@@ -5,20 +5,28 @@ The chat's track drives it against the backend, streaming prose as it comes; cal
 drives the same one and stops at the decision.
 
 The rules, in order:
+0. A request that says nothing a call could take (no number, no content word) and is about
+   no tool gets no call: the last rule would leave out any call it made.
 1. Where the answer is sampled, whether it opens a call is decided as at temperature 0: a
    one-token probe first; if its likeliest token opens a call, the free answer is greedy.
 2. The free answer is read until a call names its tool. Prose with no call is the answer,
    except after earlier turns where the model has a bar: prose is then held, and the turn
    asked alone (the second look) decides: under the first request's bar, prose it is
    (the held answer goes on); over it, a call. A model that thought first chose prose.
-3. A call to a tool that is not offered is no call: no tool fits.
+3. A call to a tool that is not offered is no call: no tool fits. A call to a tool the
+   request is not about is read whole from the free answer (where it was greedy) and judged
+   by the last rule (`licence`) as written: left out, no call. It is judged where the call
+   made would be that one: at once on a first request or after a result, else once the
+   gate says call with none written yet (the second look may make the turn alone's call).
+   Not where another tool is one the request is about: the calls are written again for it.
 4. A call that opens the answer is weighed: its odds (a probe of the same prompt) against
    the request's bar (a first request's, or the one after earlier turns).
 5. Under its bar: on a first request's first step, with a bar for arguments, the calls are
    written under the grammar with their tokens' odds; sure arguments carry the call.
    After earlier turns, the second look; its pass carries the call.
 6. Still under: a plain answer. Over: the calls, written under the grammar (or as written
-   for their odds).
+   for their odds), and each judged by the last rule (`licence`), which leaves out a call
+   that is not the person's.
 """
 
 from __future__ import annotations
@@ -31,7 +39,14 @@ from desktop.core.events import BrokenCall, CallGate, GateRecord, ProviderEvent,
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.licence import Refusal
+from desktop.core.tracks.licence import (
+    Refusal,
+    after_a_result,
+    content,
+    refusal_of,
+    request_of,
+    tools_about,
+)
 from desktop.core.tracks.prompt import split_turns
 from desktop.core.tracks.step_calls import offered_tool
 
@@ -91,10 +106,12 @@ class Bars:
 class Free:
     """The step's own answer, read until a call names its tool; `greedy`: at temperature
     0; `hold_prose`: prose is not shown until the second look has judged (and the answer
-    stops at its first word)."""
+    stops at its first word); `read_whole`: a call to one of these tools is read to its
+    end, for the last rule to judge it as written."""
 
     greedy: bool = False
     hold_prose: bool = False
+    read_whole: frozenset[str] = frozenset()
     kind: Literal["free"] = "free"
 
 
@@ -112,12 +129,14 @@ class Odds:
 @dataclass(frozen=True)
 class Opened:
     """How the free answer went: whether it opened a call (and the tool it named, as
-    written), the prose before it (or all of it), and whether the model thought first."""
+    written), the prose before it (or all of it), whether the model thought first, and
+    the first call itself where it was read whole (`Free.read_whole`)."""
 
     call: bool
     named: str | None = None
     prose: str = ""
     thought: bool = False
+    whole: ToolCall | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +231,9 @@ def decide(
     alone_bar_value, alone_source = alone_bar if alone_bar is not None else (None, None)
     record = GateRecord(bar, source, alone_bar_value, alone_source, arguments_bar)
     may_look_again = odds_reported and bool(messages) and messages[-1].role == "user"
+    if says_nothing_to_call(messages, tools):  # rule 0
+        why = "the request says nothing a call could take"
+        return Plain(why, "", replace(record, verdict="plain", reason=why))
     # Uncalibrated, prose stands: no bar to hold it to (calibration reads what a bar would).
     barred = bars.first > 0 or measuring or look_again
     looking = barred and may_look_again and alone_bar is not None
@@ -219,7 +241,10 @@ def decide(
     if sampled and odds_reported:
         probed = yield from _ask_odds(Probe(opening=True))
         record = replace(record, opening=probed.odds)
-    opened = yield from _read(Free(greedy=probed is not None and probed.opens, hold_prose=looking))
+    greedy = probed is not None and probed.opens
+    read_whole = frozenset() if measuring or look_again or (sampled and not greedy) else (
+        judged_as_written(messages, tools))  # fmt: skip
+    opened = yield from _read(Free(greedy, hold_prose=looking, read_whole=read_whole))
     looking = looking and not opened.thought
     judged: CallGate | None = None
     written: ConstrainedCalls | None = None
@@ -241,6 +266,9 @@ def decide(
     if opened.named and first is None:  # rule 3
         why = f"the call named {opened.named!r}, which is not an offered tool"
         return Plain(why, prose, replace(record, verdict="plain", reason=why))
+    as_written = _as_written(opened, tools, messages)
+    if as_written is not None and (alone_bar is None or after_a_result(messages)):
+        return Plain(as_written, prose, replace(record, verdict="plain", reason=as_written))
     if judged is None and not prose.strip() and odds_reported:  # rule 4
         odds = probed if probed is not None else (yield from _ask_odds(Probe()))
         judged = CallGate(odds.odds, bar, source)
@@ -266,8 +294,40 @@ def decide(
             no = "the call gate said no call" + (", nor were its arguments sure" if written else "")
             return Plain(no, "", replace(record, verdict="plain", reason=no),
                          written, alone_written)  # fmt: skip
+    if as_written is not None and written is None:  # rule 3: the call made would be this one
+        return Plain(as_written, prose, replace(record, verdict="plain", reason=as_written))
     why = _why_a_call(judged)
     return Call(written, first, prose, replace(record, verdict="call", reason=why), alone_written)
+
+
+def says_nothing_to_call(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> bool:
+    """Whether a turn's first step asks for nothing a call could take ("Hi there!"): the
+    last rule leaves out a call whose values are not the person's when the request is
+    about no tool, and here there are no values to be the person's."""
+    step = split_turns(messages)[1]
+    if not tools or any(m.role in ("assistant", "tool") for m in step):
+        return False
+    request = request_of(messages)
+    return bool(request.strip()) and not content(request) and not tools_about(messages, tools)
+
+
+def judged_as_written(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> frozenset[str]:
+    """The tools whose calls the last rule may leave out on their values alone: those the
+    request is not about, where no other tool's calls would be written again in their
+    place (`persons_calls`: on a turn's first step, for a tool the request is about)."""
+    about = tools_about(messages, tools)
+    if about and not after_a_result(messages):
+        return frozenset()
+    return frozenset(tool.name for tool in tools if tool.name not in about)
+
+
+def _as_written(
+    opened: Opened, tools: Sequence[ToolSpec], messages: Sequence[Message]
+) -> str | None:
+    """Why the free answer's call, read whole, is not the person's (None: it is, or it
+    was not read whole)."""
+    refused = refusal_of(opened.whole, tools, messages) if opened.whole is not None else None
+    return None if refused is None else f"{refused} (as the answer wrote it)"
 
 
 def _why_a_call(judged: CallGate | None) -> str:

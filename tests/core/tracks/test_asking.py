@@ -41,3 +41,14 @@ def test_a_call_nested_past_the_parsers_depth_is_left_to_validation() -> None:
     refused: list[Refusal] = []
     assert not _judged([deep], lambda call: "never asked", accepted, refused)
     assert accepted == [deep] and refused == []
+
+
+def test_the_grammar_writes_only_arguments_its_schema_allows() -> None:
+    from desktop.core.tracks.asking import grammar_writes
+    from tests.core.tracks.samples import SEARCH
+
+    assert grammar_writes(SEARCH, {"query": "rust", "limit": 3})
+    assert not grammar_writes(SEARCH, {"query": "rust", "result": 3})  # outside the schema
+    assert not grammar_writes(SEARCH, {"query": 7})  # another type
+    assert not grammar_writes(SEARCH, {})  # its required argument missing
+    assert not grammar_writes(SEARCH, ["rust"])

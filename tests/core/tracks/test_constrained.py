@@ -16,6 +16,7 @@ from tests.support.fakes import Script, ScriptedProvider, Step
 # The gate's tests ask at temperature 0, as the benches do: a sampled answer first asks how
 # the answer would open greedily (see the greedy opening's own tests).
 GREEDY = RequestOptions(temperature=0)
+SHORT = RequestOptions(max_tokens=50)
 
 
 def gated(
@@ -35,14 +36,15 @@ def gated(
 
 
 async def constrained_run(
-    provider: ScriptedProvider, tools: list[Tool], request: str = "search my notes on rust"
+    provider: ScriptedProvider,
+    tools: list[Tool],
+    request: str = "search my notes on rust",
+    options: RequestOptions = SHORT,
 ) -> tuple[list[str], Reply]:
     from desktop.core.tracks.constrained import ConstrainedTools
 
     text, reply = [], None
-    async for event in ConstrainedTools(provider).stream(
-        [Message.user(request)], tools, RequestOptions(max_tokens=50)
-    ):
+    async for event in ConstrainedTools(provider).stream([Message.user(request)], tools, options):
         if isinstance(event, TextChunk):
             text.append(event.text)
         elif isinstance(event, Reply):
@@ -548,7 +550,7 @@ async def test_a_first_request_gets_no_second_look() -> None:
     script: list[Script] = [Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]), "Words."]
     provider = ScriptedProvider(script, constrains_json=True, reports_token_odds=True)
     track = gated(provider, 0.9, 0.6)
-    events = [e async for e in track.stream([Message.user("Hi")], [SEARCH], GREEDY)]
+    events = [e async for e in track.stream([Message.user("Search rust")], [SEARCH], GREEDY)]
     reply = next(e for e in events if isinstance(e, Reply))
     assert reply.record is not None and reply.record.alone is None
     assert len(provider.requests) == 3 and not reply.tool_calls
@@ -836,21 +838,87 @@ async def test_after_a_result_the_turn_alones_arguments_are_not_weighed_either()
 
 
 async def test_a_call_not_made_of_the_persons_request_becomes_a_plain_answer() -> None:
-    """A greeting answered with the tool prompt's own example call is made up: the model
+    """Thanks answered with the tool prompt's own example call is made up: the model
     is asked again without tools, and the record says why."""
     from desktop.core.tools.builtin.calculator import CALCULATOR
 
     made_up = '[{"name": "calculator", "arguments": {"expression": "23 * 19"}}]'
     provider = ScriptedProvider(
-        [Step(chunks=['{"name": "calculator"']), Step(chunks=[made_up]), Step(chunks=["Hello!"])],
+        [Step(chunks=['{"name": "calculator"']), Step(chunks=[made_up]), Step(chunks=["Hi!"])],
         constrains_json=True,
     )
-    text, reply = await constrained_run(provider, [CALCULATOR], "Hi there!")
-    assert reply.tool_calls == [] and reply.text == "Hello!" and "".join(text) == "Hello!"
+    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks, bye!")
+    assert reply.tool_calls == [] and reply.text == "Hi!" and "".join(text) == "Hi!"
     plain = provider.requests[2]
     assert plain.tools == [] and "You can use tools" not in plain.messages[0].text
     assert reply.record is not None and reply.record.verdict == "plain"
     assert reply.record.reason == "the call copies an example of calculator"
+
+
+async def test_a_greeting_is_answered_in_words_without_asking_for_a_call() -> None:
+    """ "Hi there!" has nothing a call could take: one request, without the tool prompt."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    provider = ScriptedProvider([Step(chunks=["Hello!"])], constrains_json=True)
+    text, reply = await constrained_run(provider, [CALCULATOR], "Hi there!")
+    assert "".join(text) == "Hello!" and reply.tool_calls == []
+    [plain] = provider.requests
+    assert plain.options.json_schema is None and "You can use tools" not in plain.messages[0].text
+    assert reply.record is not None and reply.record.verdict == "plain"
+    assert reply.record.reason == "the request says nothing a call could take"
+
+
+async def test_a_made_up_call_is_judged_as_the_free_answer_wrote_it() -> None:
+    """The free answer's call to a tool the request is not about is read to its end and
+    judged there: no call is written under the grammar to be left out after."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    made_up = ['[{"name": "calculator", "arguments": ', '{"expression": "23 * 19"}}', "]"]
+    provider = ScriptedProvider(
+        [Step(chunks=made_up), Step(chunks=["You're welcome!"])], constrains_json=True
+    )
+    text, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "Thanks a lot!", GREEDY)
+    assert "".join(text) == "You're welcome!" and reply.tool_calls == []
+    assert [r.options.json_schema for r in provider.requests] == [None, None]
+    assert provider.closed_early == 1  # at the call's end, before the list closed
+    assert reply.record is not None and reply.record.verdict == "plain"
+    assert (
+        reply.record.reason == "the call copies an example of calculator (as the answer wrote it)"
+    )
+
+
+async def test_a_call_the_grammar_would_write_otherwise_is_written_under_it() -> None:
+    """An argument outside the schema: the grammar would write another call, and that
+    one is judged."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    free = '[{"name": "calculator", "arguments": {"expression": "23 * 19", "result": 437}}]'
+    made_up = '[{"name": "calculator", "arguments": {"expression": "23 * 19"}}]'
+    provider = ScriptedProvider(
+        [Step(chunks=[free]), Step(chunks=[made_up]), Step(chunks=["You're welcome!"])],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks a lot!", GREEDY)
+    assert "".join(text) == "You're welcome!" and reply.tool_calls == []
+    assert provider.requests[1].options.json_schema is not None
+    assert reply.record is not None
+    assert reply.record.reason == "the call copies an example of calculator"
+
+
+async def test_a_call_about_its_tool_is_not_read_past_its_name() -> None:
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    written = '[{"name": "calculator", "arguments": {"expression": "2 + 2"}}]'
+    provider = ScriptedProvider(
+        [Step(chunks=['[{"name": "calculator", ', '"arguments": {"expression": "2 + 2"}}]']),
+         Step(chunks=[written])],
+        constrains_json=True,
+    )  # fmt: skip
+    _, reply = await constrained_run(provider, [CALCULATOR], "Calculate 2 + 2", GREEDY)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("calculator", {"expression": "2 + 2"})
+    ]
+    assert provider.requests[1].options.json_schema is not None  # written under the grammar
 
 
 async def test_of_several_calls_only_the_persons_are_made() -> None:

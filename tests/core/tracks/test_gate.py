@@ -33,7 +33,10 @@ LATER = [Message.user("Hi!"), Message.assistant("Hello!"), Message.user("Search 
 _RAN = ToolCall("c1", "search", {"query": "rust"})
 AFTER_RESULT = [Message.user("Search for rust"), Message.assistant("", [_RAN]),
                 Message.tool("c1", "search", "3 notes")]  # fmt: skip
+UNFIT = [Message.user("Tell me a joke")]  # no offered tool is about it
+UNFIT_LATER = [Message.user("Hi!"), Message.assistant("Hello!"), *UNFIT]
 CALLED = Opened(True, "search")
+MADE_UP = Opened(True, "search", whole=ToolCall("", "search", {"query": "python"}))
 PROSE = Opened(False, prose="Rust is a language.")
 CALIBRATED = "calibrated 2026-12-04"
 
@@ -102,7 +105,38 @@ ROWS = [
         [Free(), Probe(), Constrained("search", weigh=True)], Plain,
         "the call gate said no call, nor were its arguments sure"),
     Row("after a result, arguments are not weighed", AFTER_RESULT, bars(arguments=0.95),
-        [CALLED, Odds(0.8, True)], [Free(), Probe()], Plain, "the call gate said no call"),
+        [CALLED, Odds(0.8, True)], [Free(read_whole=frozenset({"current_time"})), Probe()],
+        Plain, "the call gate said no call"),
+    Row("a request that says nothing a call could take: words, nothing asked",
+        [Message.user("Hi there!")], bars(), [], [], Plain,
+        "the request says nothing a call could take"),
+    Row("a call read whole that is not the person's: words, no odds asked", UNFIT, bars(),
+        [MADE_UP],
+        [Free(read_whole=frozenset({"search", "current_time"}))], Plain,
+        "the request is not about search, and the call's values are not the person's"
+        " (as the answer wrote it)"),
+    Row("a call read whole that is the person's: weighed as any other", UNFIT, bars(),
+        [Opened(True, "search", whole=ToolCall("", "search", {"query": "joke"})),
+         Odds(0.95, True)],
+        [Free(read_whole=frozenset({"search", "current_time"})), Probe()], Call,
+        "the odds of a call reached the bar"),
+    Row("later, a call read whole that is not the person's: judged once the gate says call",
+        UNFIT_LATER, bars(later=0.6), [MADE_UP, Odds(0.7, True)],
+        [Free(hold_prose=True, read_whole=frozenset({"search", "current_time"})), Probe()],
+        Plain, "the request is not about search, and the call's values are not the person's"
+        " (as the answer wrote it)"),
+    Row("later, under its bar: the turn alone's sure call is made, not the one read whole",
+        UNFIT_LATER, bars(later=0.6, arguments=0.95),
+        [MADE_UP, Odds(0.5, True), Odds(0.7, True), written(0.99)],
+        [Free(hold_prose=True, read_whole=frozenset({"search", "current_time"})), Probe(),
+         Probe(alone=True), Constrained("search", weigh=True, alone=True)], Call,
+        "under the bar, but sure of its arguments", check={"written": written(0.99)}),
+    Row("a sampled free answer is not judged as written", UNFIT, bars(),
+        [Odds(0.3, False), CALLED, ], [Probe(opening=True), Free()], Plain,
+        "the call gate said no call", sampled=True),
+    Row("another tool fits: the calls are written again for it, not judged as written",
+        [Message.user("What time is it in Oslo?")], bars(), [CALLED, Odds(0.95, True)],
+        [Free(), Probe()], Call, "the odds of a call reached the bar"),
     Row("after earlier turns, the later bar judges", LATER, bars(later=0.6),
         [CALLED, Odds(0.7, True)], [Free(hold_prose=True), Probe()], Call,
         "the odds of a call reached the bar"),
