@@ -63,6 +63,12 @@ class ToolSpec:
         props = self.parameters.get("properties", {})
         return dict(props) if isinstance(props, dict) else {}
 
+    def outside(self, arguments: dict[str, Any]) -> list[str]:
+        """The argument names the schema does not list, where it allows no others."""
+        if self.parameters.get("additionalProperties") is True:
+            return []
+        return [key for key in arguments if key not in self.properties]
+
     def wire_definition(self) -> dict[str, Any]:
         """The OpenAI-style function definition sent to native backends."""
         return {

@@ -248,9 +248,8 @@ def validate_arguments(tool: ToolSpec, arguments: Any) -> str | None:
     if (too_large := size_problem(arguments)) is not None:
         return f"Invalid arguments for {tool.name}: {too_large}. Its parameters are: {params}."
     problems: list[str] = []
-    unknown = [key for key in arguments if key not in tool.properties]
-    if unknown and tool.parameters.get("additionalProperties") is not True:
-        problems.extend(f"unknown argument '{key}'" for key in unknown)
+    unknown = tool.outside(arguments)
+    problems.extend(f"unknown argument '{key}'" for key in unknown)
     try:
         errors: Sequence[ValidationError] = sorted(
             validator(tool.parameters).iter_errors(arguments), key=lambda e: list(e.absolute_path)

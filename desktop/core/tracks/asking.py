@@ -139,10 +139,7 @@ def grammar_writes(tool: ToolSpec, arguments: Any) -> bool:
     is then the one it would write at temperature 0. One with an argument outside the
     schema ("result": 12 beside the expression) or of another shape would be written
     otherwise, and judged as written it would not be the call made."""
-    if not isinstance(arguments, dict):
-        return False
-    outside = set(arguments) - set(tool.properties)
-    if outside and tool.parameters.get("additionalProperties") is not True:
+    if not isinstance(arguments, dict) or tool.outside(arguments):
         return False
     try:
         return bool(validator(tool.parameters).is_valid(arguments))

@@ -304,8 +304,7 @@ def says_nothing_to_call(messages: Sequence[Message], tools: Sequence[ToolSpec])
     """Whether a turn's first step asks for nothing a call could take ("Hi there!"): the
     last rule leaves out a call whose values are not the person's when the request is
     about no tool, and here there are no values to be the person's."""
-    step = split_turns(messages)[1]
-    if not tools or any(m.role in ("assistant", "tool") for m in step):
+    if not tools or not first_request_step(split_turns(messages)[1]):
         return False
     request = request_of(messages)
     return bool(request.strip()) and not content(request) and not tools_about(messages, tools)
