@@ -905,6 +905,34 @@ async def test_a_call_the_grammar_would_write_otherwise_is_written_under_it() ->
     assert reply.record.reason == "the call copies an example of calculator"
 
 
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        ['[{"name": "calculator", "arguments": {"expression": "', "1" * 1000, "2" * 1000, "3"],
+        ['[{"name": "calculator", "arguments": {"expression": ', "[" * 5000, "]" * 5000, "}}]"],
+    ],
+    ids=["never closes", "nested past the parser's depth"],
+)
+async def test_a_call_read_whole_is_bounded_and_a_bad_one_goes_the_usual_way(
+    hostile: list[str],
+) -> None:
+    """A call that never ends is read no further than the lookahead; one too deep to be
+    a call is not judged as written: either way the calls are written under the grammar."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    made_up = '[{"name": "calculator", "arguments": {"expression": "23 * 19"}}]'
+    provider = ScriptedProvider(
+        [Step(chunks=hostile), Step(chunks=[made_up]), Step(chunks=["You're welcome!"])],
+        constrains_json=True,
+    )
+    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks a lot!", GREEDY)
+    assert "".join(text) == "You're welcome!" and reply.tool_calls == []
+    assert provider.requests[1].options.json_schema is not None
+    assert provider.closed_early == 2  # the free answer at the lookahead, the calls at the first
+    assert reply.record is not None
+    assert reply.record.reason == "the call copies an example of calculator"
+
+
 async def test_a_call_about_its_tool_is_not_read_past_its_name() -> None:
     from desktop.core.tools.builtin.calculator import CALCULATOR
 
