@@ -10,8 +10,10 @@ The questions are `bench retrieval`'s (a module's own docstring, its name taken 
 Python's Library Reference from Debian's python3.11-doc), asked as "Which module of
 Python's standard library is this: ...? Answer with its name." Right: the module's name is
 in the answer. Cited: a citation [n] in the answer points at the module's page (only
-where the documents were searched). A source line copied: the answer is a passage's
-source line ("[1] os.html — Navigation"), not a sentence. Each question is asked in a new
+where the documents were searched); of them by the app: the citation the app adds to an
+answer that cites no passage itself (the passage its words point to). A source line
+copied: the answer is a passage's source line ("[1] os.html — Navigation"), not a
+sentence. Each question is asked in a new
 conversation, after the app's calibration of the model on the built-in tools (one, kept
 for every condition, as in the app when a person adds documents to a model already
 calibrated).
@@ -35,12 +37,13 @@ from bench.accuracy import development_model
 from bench.everyday import CONTEXT_SIZE, Seeded
 from bench.retrieval import library_pages, questions
 from desktop.core.calibration.store import CalibrationStore
+from desktop.core.documents.attribution import app_citation
 from desktop.core.documents.formats import sections_of
 from desktop.core.documents.index import DocumentIndex
 from desktop.core.documents.indexer import index_collection
 from desktop.core.documents.tool import NAME
-from desktop.core.events import ToolResult, TurnFailed, TurnFinished
-from desktop.core.messages import fenced
+from desktop.core.events import TextDelta, ToolResult, TurnFailed, TurnFinished
+from desktop.core.messages import Message, fenced
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
@@ -62,24 +65,30 @@ def asked(sentence: str) -> str:
     return f"Which module of Python's standard library is this: {sentence}? Answer with its name."
 
 
-async def answer(session: Session, text: str) -> tuple[str, dict[int, str], float]:
-    """The answer, the sources the turn's document searches gave (number -> page name)."""
+async def answer(session: Session, text: str) -> tuple[str, dict[int, str], float, bool]:
+    """The answer, the sources the turn's document searches gave (number -> page name), and
+    whether its citation is the app's (the answer's last piece, as `app_citation` adds it)."""
     conversation = session.new_conversation()
     sources: dict[int, str] = {}
-    final = ""
+    final, last, searched = "", "", [Message.user(text)]
     started = time.perf_counter()
     async for event in session.send(conversation, text):
         match event:
             case ToolResult() if event.name == NAME and event.retrieval is not None:
                 found = enumerate(event.retrieval.sources(), 1)
                 sources = {n: Path(s.path).stem for n, s in found}
+                searched.append(Message.tool(event.id, NAME, event.content))
+            case TextDelta():
+                last = event.text
             case TurnFinished():
                 final = event.text
             case TurnFailed():
                 final = f"(failed: {event.message})"
             case _:
                 pass
-    return final, sources, time.perf_counter() - started
+    own = final.removesuffix(last)
+    by_app = bool(last) and own != final and app_citation(own, searched) == last
+    return final, sources, time.perf_counter() - started, by_app
 
 
 async def ask_all(session: Session, chosen: dict[str, str], how: str,
@@ -91,7 +100,7 @@ async def ask_all(session: Session, chosen: dict[str, str], how: str,
             page = sections_of(f"{name}.html", (pages / f"{name}.html").read_bytes())
             whole = "\n\n".join(s.text for s in page)[:ATTACHED_CHARS]
             text = f"[Attached file: {name}.html]\n{fenced(whole)}\n\n{text}"
-        reply, sources, seconds = await answer(session, text)
+        reply, sources, seconds, by_app = await answer(session, text)
         right = bool(re.search(rf"\b{re.escape(name)}\b", reply))
         cited = any(sources.get(int(n)) == name for n in _CITATION.findall(reply))
         searched = name in sources.values()
@@ -99,7 +108,8 @@ async def ask_all(session: Session, chosen: dict[str, str], how: str,
         print(f"  {how:9} {mark} {name:16} {reply[:70]!r}", flush=True)
         echoed = bool(_HEADER.match(reply))
         rows.append({"how": how, "module": name, "right": right, "cited": cited, "echoed": echoed,
-                     "searched": searched, "seconds": seconds, "answer": reply})  # fmt: skip
+                     "by_app": cited and by_app, "searched": searched, "seconds": seconds,
+                     "answer": reply})  # fmt: skip
     return rows
 
 
@@ -142,9 +152,9 @@ async def measure(url: str, chosen: dict[str, str], pages: Path, seed: int,
 
 
 def summary(label: str, result: dict[str, Any]) -> str:
-    lines = ["| model | documents | right | cited (of right) | a source line copied | "
-             "page searched | s per question |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = ["| model | documents | right | cited (of right) | of them by the app | "
+             "a source line copied | page searched | s per question |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     names = {"none": "none", "documents": "a collection, searched as the app's default says",
              "always": "a collection, searched before every answer",
              "attached": "the right page attached whole"}  # fmt: skip
@@ -154,12 +164,14 @@ def summary(label: str, result: dict[str, Any]) -> str:
             continue
         right = sum(r["right"] for r in rows)
         cited = sum(r["cited"] for r in rows if r["right"])
+        by_app = sum(r.get("by_app", False) for r in rows if r["right"])
         echoed = sum(r.get("echoed", False) for r in rows)
         searched = sum(r["searched"] for r in rows)
         seconds = sorted(r["seconds"] for r in rows)[len(rows) // 2]
         searching = how in ("documents", "always")
         lines.append(f"| {label} | {shown} | {right}/{len(rows)} | "
-                     f"{cited if searching else '—'} | {echoed if searching else '—'} | "
+                     f"{cited if searching else '—'} | {by_app if searching else '—'} | "
+                     f"{echoed if searching else '—'} | "
                      f"{searched if searching else '—'} | {seconds:.1f} |")  # fmt: skip
     return "\n".join(lines)
 

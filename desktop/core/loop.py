@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
+from desktop.core.documents.attribution import app_citation
 from desktop.core.events import (
     Event,
     Notice,
@@ -50,6 +51,7 @@ from desktop.core.tools.toolbox import (
     limit_content,
     size_problem,
 )
+from desktop.core.tracks.prompt import current_turn_start
 
 # Ends a tool result with images, for a model that cannot see them: it should not say it
 # cannot see, nor echo the note as its answer, as small models did with a plainer one
@@ -151,8 +153,8 @@ async def _turn(
             yield TurnFailed(number, f"{provider.label} ended its answer without finishing it.")
             return
         if not reply.tool_calls and not reply.broken_calls:
-            conversation.append(Message.assistant(reply.text))
-            yield TurnFinished(number, reply.text)
+            for event in _finished(reply.text, conversation, number):
+                yield event
             return
         if not tools:
             async for event in _refuse_all(reply, offer.withdrawn, conversation, number):
@@ -215,6 +217,16 @@ async def _ask(
         yield TurnFailed(step, f"Unexpected error from {provider.label}: {exc!r}")
 
 
+def _finished(text: str, conversation: list[Message], step: int) -> Iterator[Event]:
+    """The turn's answer, committed: with the app's citation of the passage it drew on
+    where it cites none of the turn's passages itself (documents.attribution)."""
+    cited = app_citation(text, conversation[current_turn_start(conversation) :])
+    if cited:
+        yield TextDelta(step, cited)
+    conversation.append(Message.assistant(text + cited))
+    yield TurnFinished(step, text + cited)
+
+
 async def _refuse_all(
     reply: Reply, withdrawn: str, conversation: list[Message], step: int
 ) -> AsyncGenerator[Event, None]:
@@ -227,8 +239,8 @@ async def _refuse_all(
         shown = _keepable(broken.arguments)
         yield ToolRejected(step, broken.name, shown, f"Not run: {stop}", "withdrawn")
     if reply.text.strip():
-        conversation.append(Message.assistant(reply.text))
-        yield TurnFinished(step, reply.text)
+        for event in _finished(reply.text, conversation, step):
+            yield event
     else:
         yield TurnFailed(step, f"Stopped: {stop}")
 

@@ -129,3 +129,33 @@ async def test_a_presets_collections_are_the_only_ones_searched(tmp_path: Path) 
     (searched,) = [e for e in again if isinstance(e, ToolResult)]
     assert "shed" in searched.content and "lobby" not in searched.content
     await session.close()
+
+
+async def test_an_answer_that_cites_nothing_gets_the_passage_it_drew_on(tmp_path: Path) -> None:
+    from desktop.core.events import TextDelta, TurnFinished
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "boat.md").write_text("# Kayak\nThe kayak is stored in the blue shed.\n")
+    (folder / "car.md").write_text("# Kayak trailer\nThe kayak trailer is parked outside.\n")
+    index = DocumentIndex(tmp_path / "index.sqlite3")
+    index.add_sources("notes", [folder])
+    await index_collection(index, "notes")
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(), store, SecretStore(), documents=index)
+    provider = ScriptedProvider([Step(chunks=["In the blue ", "shed."]),
+                                 Step(chunks=["It is stored in the blue shed [2]."])])  # fmt: skip
+    session.use_provider(provider)
+    conversation = store.create_conversation("chat")
+    events = [e async for e in session.send(conversation, "Where is my kayak stored?")]
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.retrieval is not None
+    shed = 1 + [p.path for p in result.retrieval.passages].index(str(folder / "boat.md"))
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == f"In the blue shed. [{shed}]"  # shown as it is added
+    assert events[-1] == TurnFinished(0, text)
+    assert [m for _, m in store.messages(conversation)][-1].text == text  # and kept
+    # The model's own citation stands, right or wrong: the app adds none beside it.
+    again = [e async for e in session.send(conversation, "Where is my kayak stored?")]
+    assert again[-1] == TurnFinished(0, "It is stored in the blue shed [2].")
+    await session.close()
