@@ -4,18 +4,19 @@ Asked to cite the passages it uses by number, a small model mostly does not, or 
 passage's source line as its answer; yet the passage it answered from shows in its words.
 An answer that cites none of the turn's passages gets the app's own citation: the passage
 its words point to. Each word of the answer that the request did not say and some passage
-holds is one vote, shared among the passages by how often each holds it; a passage with
-more than half of all the votes is the one. Where no passage has that, nothing is cited:
-an answer that could have come from anywhere is not given a source.
+holds is one vote, shared among the passages by how often each holds it. A citation opens
+a file at its page, so the passages of one page vote together: a page with more than half
+of all the votes is the one, and its passage with the most of them is cited. Where no page
+has that, nothing is cited: an answer that could have come from anywhere gets no source.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
-from desktop.core.documents.tool import NAME
+from desktop.core.documents.tool import NAME, sources_of
 from desktop.core.messages import Message
 from desktop.core.words import STOPWORDS
 
@@ -37,8 +38,15 @@ def _words(text: str) -> list[str]:
     return [w for w in found if w not in STOPWORDS and not w.isdigit()]
 
 
-def drawn_from(answer: str, request: str, passages: Mapping[int, str]) -> int | None:
-    """The passage the answer's own words point to (see the module), or None."""
+def drawn_from(
+    answer: str,
+    request: str,
+    passages: Mapping[int, str],
+    places: Mapping[int, Hashable] | None = None,
+) -> int | None:
+    """The passage the answer's own words point to (see the module), or None. `places`:
+    each passage's file and page, where passages of one vote together (by default each
+    passage is a place of its own)."""
     said = set(_words(request))
     counts = {number: Counter(_words(text)) for number, text in passages.items()}
     votes: dict[int, float] = {}
@@ -51,10 +59,16 @@ def drawn_from(answer: str, request: str, passages: Mapping[int, str]) -> int | 
         for number, times in held.items():
             votes[number] = votes.get(number, 0.0) + times / share
         total += 1
-    if not votes:
+    place_of = {n: (places or {}).get(n, n) for n in passages}
+    by_place: dict[Hashable, float] = {}
+    for number, vote in votes.items():
+        by_place[place_of[number]] = by_place.get(place_of[number], 0.0) + vote
+    if not by_place:
         return None
-    number = max(votes, key=lambda n: votes[n])
-    return number if votes[number] > total / 2 else None
+    place = max(by_place, key=lambda p: by_place[p])
+    if by_place[place] <= total / 2:
+        return None
+    return max((n for n in votes if place_of[n] == place), key=lambda n: (votes[n], -n))
 
 
 def app_citation(answer: str, turn: Sequence[Message]) -> str:
@@ -67,7 +81,8 @@ def app_citation(answer: str, turn: Sequence[Message]) -> str:
     passages = passages_in(results[-1].text) if results else {}
     if not passages or any(int(n) in passages for n in _CITATION.findall(answer)):
         return ""
-    number = drawn_from(answer, turn[0].text, passages)
+    places = {n: (s.path, s.page) for n, s in sources_of(results[-1]).items()}
+    number = drawn_from(answer, turn[0].text, passages, places)
     if number is None:
         return ""
     # After a code block, a table or a line break, on a line of its own: never inside them.

@@ -67,3 +67,12 @@ def test_only_the_turns_latest_search_is_cited() -> None:
     again.append(Message.tool("c2", NAME, passages_text("pathnames", [PASSAGES[2]])))
     assert app_citation("glob does that.", again) == " [1]"  # the later search's numbering
     assert app_citation("It is shutil.", again) == ""  # not among the later passages
+
+
+def test_the_passages_of_one_page_vote_together() -> None:
+    passages = {1: "pipes pipes shell", 2: "pipes shell", 3: "shell shell shell"}
+    # Alone, no passage holds more than half of the two votes (1 has 2/3 + 1/5)...
+    assert drawn_from("pipes shell", "", passages) is None
+    # ...but 1 and 2 are one page: together they do, and the one with more votes is cited.
+    same_page = {1: ("/docs/pipes.html", None), 2: ("/docs/pipes.html", None), 3: "other"}
+    assert drawn_from("pipes shell", "", passages, same_page) == 1
