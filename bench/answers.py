@@ -43,7 +43,7 @@ from desktop.core.documents.index import DocumentIndex
 from desktop.core.documents.indexer import index_collection
 from desktop.core.documents.tool import NAME
 from desktop.core.events import TextDelta, ToolResult, TurnFailed, TurnFinished
-from desktop.core.messages import Message, fenced
+from desktop.core.messages import Message, MessageMeta, fenced
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
@@ -77,7 +77,9 @@ async def answer(session: Session, text: str) -> tuple[str, dict[int, str], floa
             case ToolResult() if event.name == NAME and event.retrieval is not None:
                 found = enumerate(event.retrieval.sources(), 1)
                 sources = {n: Path(s.path).stem for n, s in found}
-                searched.append(Message.tool(event.id, NAME, event.content))
+                # With its sources, as the loop keeps it: the passages of a page vote together.
+                meta = MessageMeta(sources=event.retrieval.sources())
+                searched.append(Message.tool(event.id, NAME, event.content, meta=meta))
             case TextDelta():
                 last = event.text
             case TurnFinished():
