@@ -14,11 +14,23 @@ from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.settings import Settings
 from tests.support.fakes import ScriptedProvider, Step
 
+BOAT = "# Kayak\nThe kayak is stored in the blue shed.\n"
+
+
+async def indexed(index: DocumentIndex, folder: Path, files: dict[str, str]) -> Path:
+    """`files` written into `folder`, read into `index` as a collection of the folder's name."""
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    index.add_sources(folder.name, [folder])
+    await index_collection(index, folder.name)
+    return folder
+
 
 async def test_a_turn_searches_the_persons_documents(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
-    (folder / "boat.md").write_text("# Kayak\nThe kayak is stored in the blue shed.\n")
+    (folder / "boat.md").write_text(BOAT)
     index = DocumentIndex(tmp_path / "index.sqlite3")
     (folder / "car.md").write_text("# Car\nThe car is parked in the street.\n")
     store = ChatStore(tmp_path / "chats.db")
@@ -57,12 +69,8 @@ async def test_by_default_the_model_gets_the_passages_before_it_answers(
 ) -> None:
     from desktop.core.events import ToolCallParsed
 
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "boat.md").write_text("# Kayak\nThe kayak is stored in the blue shed.\n")
     index = DocumentIndex(tmp_path / "index.sqlite3")
-    index.add_sources("notes", [folder])
-    await index_collection(index, "notes")
+    folder = await indexed(index, tmp_path / "notes", {"boat.md": BOAT})
     store = ChatStore(tmp_path / "chats.db")
     session = Session(Settings(), store, SecretStore(), documents=index)
     provider = ScriptedProvider([Step(chunks=["In the blue shed [1]."]), Step(chunks=["Hi!"]),
@@ -99,11 +107,7 @@ async def test_a_presets_collections_are_the_only_ones_searched(tmp_path: Path) 
     index = DocumentIndex(tmp_path / "index.sqlite3")
     for name, text in (("home", "# Kayak\nThe kayak is in the shed."),
                        ("work", "# Kayak\nThe office kayak is in the lobby.")):  # fmt: skip
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "kayak.md").write_text(text)
-        index.add_sources(name, [folder])
-        await index_collection(index, name)
+        await indexed(index, tmp_path / name, {"kayak.md": text})
     store = ChatStore(tmp_path / "chats.db")
     session = Session(Settings(document_search="always"), store, SecretStore(), documents=index)
     session.presets.put(Preset("Work", collections=("work",)))
@@ -134,13 +138,9 @@ async def test_a_presets_collections_are_the_only_ones_searched(tmp_path: Path) 
 async def test_an_answer_that_cites_nothing_gets_the_passage_it_drew_on(tmp_path: Path) -> None:
     from desktop.core.events import TextDelta, TurnFinished
 
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "boat.md").write_text("# Kayak\nThe kayak is stored in the blue shed.\n")
-    (folder / "car.md").write_text("# Kayak trailer\nThe kayak trailer is parked outside.\n")
     index = DocumentIndex(tmp_path / "index.sqlite3")
-    index.add_sources("notes", [folder])
-    await index_collection(index, "notes")
+    trailer = "# Kayak trailer\nThe kayak trailer is parked outside.\n"
+    folder = await indexed(index, tmp_path / "notes", {"boat.md": BOAT, "car.md": trailer})
     store = ChatStore(tmp_path / "chats.db")
     session = Session(Settings(), store, SecretStore(), documents=index)
     provider = ScriptedProvider([Step(chunks=["In the blue ", "shed."]),
