@@ -5,7 +5,6 @@ file is read off the event loop, in a child process that a timeout kills: a host
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 from dataclasses import dataclass
@@ -54,7 +53,7 @@ async def read_attachment(path: Path, max_tokens: int) -> Attachment:
     """The file as an attachment; `AttachmentError` saying why not (too big for the
     `max_tokens` the conversation has room for, not readable, not text)."""
     try:
-        found = await asyncio.wait_for(run_isolated(_read, str(path)), READ_TIMEOUT_S)
+        found = await run_isolated(_read, str(path), timeout_s=READ_TIMEOUT_S)
     except TimeoutError:
         raise AttachmentError(
             f"{path.name} could not be read in {READ_TIMEOUT_S:g} s, so it was left out."

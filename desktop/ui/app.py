@@ -25,6 +25,7 @@ from desktop.core.storage.logs import log_handler
 from desktop.core.storage.paths import DataFolderError, check_writable, data_dir, remember_data_dir
 from desktop.core.storage.presets import PRESETS_FILE, PresetBook
 from desktop.core.storage.settings import SETTINGS_FILE, Settings, SettingsError, load_settings
+from desktop.core.tools.isolation import workers_ready
 from desktop.ui.controller import ChatController
 from desktop.ui.data_folder_dialog import WayOn, ask_way_on
 from desktop.ui.diagnostics import report_startup, self_check
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         quitting = asyncio.Event()
         app.aboutToQuit.connect(quitting.set)
         controller.reconnect()  # needs the running loop: the first thing it does
+        # The tools' worker server, started now rather than in the first tool call.
+        workers = asyncio.ensure_future(workers_ready())
         if window.documents:  # picks up what changed while the app was closed
             window.documents.update()
         if os.environ.get("LOOMCHAT_BENCH_STARTUP"):
@@ -179,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             await controller.shutdown()
             return code
         await quitting.wait()
+        workers.cancel()
         return 0
 
     async def run_then_close() -> int:

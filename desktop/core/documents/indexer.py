@@ -193,7 +193,7 @@ async def _read_batch(batch: list[Found]) -> list[Read | str]:
     again file by file."""
     try:
         paths = [f.path for f in batch]
-        return await asyncio.wait_for(run_isolated(read_files, paths), READ_TIMEOUT_S)
+        return await run_isolated(read_files, paths, timeout_s=READ_TIMEOUT_S)
     except (TimeoutError, WorkerCrashed, MemoryError) as exc:
         if len(batch) > 1:
             return [result for file in batch for result in await _read_batch([file])]

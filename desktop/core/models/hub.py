@@ -160,7 +160,7 @@ class Hub:
     async def _call(self, ask: Callable[..., T | _Refused], *args: Any) -> T:
         await self._check_reachable()
         try:
-            answer = await asyncio.wait_for(run_isolated(ask, *args), self.timeout_s)
+            answer = await run_isolated(ask, *args, timeout_s=self.timeout_s)
         except TimeoutError:
             raise HubError(f"{OFFLINE} (no answer in {self.timeout_s:g} s).") from None
         if isinstance(answer, _Refused):

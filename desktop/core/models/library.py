@@ -114,7 +114,7 @@ async def local_models(folder: Path) -> list[LocalModel]:
 
 async def read_header(path: Path, timeout_s: float = HEADER_TIMEOUT_S) -> ModelHeader:
     try:
-        return await asyncio.wait_for(run_isolated(_header, str(path)), timeout_s)
+        return await run_isolated(_header, str(path), timeout_s=timeout_s)
     except TimeoutError:
         return ModelHeader(problem=f"its header could not be read in {timeout_s:g} s")
     except Exception as exc:  # a damaged or hostile file: said, never a crash

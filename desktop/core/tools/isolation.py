@@ -1,9 +1,11 @@
 """Pure computation in a child process, so that a timeout or a stop really ends it.
 
 A thread cannot be stopped and CPU-bound work on the event loop freezes the app, but a
-child process can be killed. On POSIX the children come from a fork server started on
-first use, with the built-in tools' modules already imported: a call costs a fork, not a
-Python start-up. Cancelling the awaiting task (a tool's timeout, the user's Stop) kills
+child process can be killed. On POSIX the children come from a fork server, with the
+built-in tools' modules already imported: a call costs a fork, not a Python start-up. The
+server's own start (those imports) can take seconds on a loaded machine, so it is never
+counted in a timeout: `workers_ready` waits for it first, and the app starts it early.
+Cancelling the awaiting task (a tool's timeout, the user's Stop) kills
 the child at once. On Linux a child may also use only so much memory beyond what it
 started with (`MEMORY_BUDGET`): hostile input that declares a huge size (a GGUF array,
 a decompression bomb, `9**9**9`) ends in a `MemoryError` instead of taking the machine's.
@@ -88,13 +90,45 @@ def _child(
         sender.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
+def _nothing() -> None:
+    pass
+
+
+@functools.cache
+def _started_workers() -> bool:
+    """Blocking: start the fork server and wait until its imports are done (a first child
+    waits for them). Once per process; with spawn there is no server to start."""
+    context = _context()
+    if isinstance(context, ForkServerContext):
+        process = context.Process(target=_nothing, daemon=True)
+        process.start()
+        process.join()
+    return True
+
+
+async def workers_ready() -> None:
+    """Wait until a child can start at the cost of a fork. Where the server cannot start,
+    this returns anyway: the work that needs it then says why."""
+    try:
+        await asyncio.to_thread(_started_workers)
+    except Exception:
+        return
+
+
 async def run_isolated(
-    function: Callable[..., T], *args: Any, memory: int | None = MEMORY_BUDGET
+    function: Callable[..., T],
+    *args: Any,
+    memory: int | None = MEMORY_BUDGET,
+    timeout_s: float | None = None,
 ) -> T:
     """`function(*args)` in a child process; its exception is raised here. Cancelling the
     call kills the child. `function` and its arguments must pickle (a module-level
     function, plain data). `memory`: what the child may allocate beyond its start (None:
-    no bound); past it, the work fails with `MemoryError`."""
+    no bound); past it, the work fails with `MemoryError`. `timeout_s`: how long the work
+    may take, not counting the worker server's start; past it, `TimeoutError`."""
+    if timeout_s is not None:
+        await workers_ready()
+        return await asyncio.wait_for(run_isolated(function, *args, memory=memory), timeout_s)
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(sender, function, args, memory), daemon=True)

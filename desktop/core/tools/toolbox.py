@@ -24,7 +24,7 @@ from desktop.core.messages import Image, ToolCall, without_surrogates
 from desktop.core.schemas import validator
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tools.images import ImageError, fit_image
-from desktop.core.tools.isolation import run_isolated
+from desktop.core.tools.isolation import run_isolated, workers_ready
 
 DEFAULT_TIMEOUT_S = 60.0
 # A longer result is cut, with a note: it would crowd the model's context out.
@@ -141,8 +141,10 @@ class Toolbox:
 
     async def run(self, call: ToolCall) -> Outcome:
         """Run a call; the timeout covers the handler and the conversion of its images,
-        and stops both (their CPU-bound work runs in a worker process that it kills)."""
+        and stops both (their CPU-bound work runs in a worker process that it kills), but
+        not the worker server's start, which the first call may have to wait for."""
         tool = self._tools[call.name]
+        await workers_ready()
         started = time.perf_counter()
         try:
             output = await asyncio.wait_for(_produce(tool, call), tool.timeout_s)

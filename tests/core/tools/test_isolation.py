@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -103,3 +106,41 @@ async def test_a_tool_timeout_stops_its_worker(tmp_path: Path) -> None:
     outcome = await Toolbox([tool]).run(ToolCall("c1", "spin", {}))
     assert outcome.error == "Tool spin timed out after 0.5 s."
     assert await gone(int(pid_file.read_text()))
+
+
+FIRST_CALLS = """
+import asyncio, dataclasses, json
+from desktop.core.messages import ToolCall
+from desktop.core.tools.builtin.calculator import CALCULATOR, calculate_now
+from desktop.core.tools.isolation import run_isolated
+from desktop.core.tools.toolbox import Toolbox
+
+async def main():
+    tool = dataclasses.replace(CALCULATOR, timeout_s={timeout})
+    outcome = await Toolbox([tool]).run(ToolCall("c1", tool.name, {{"expression": "2+3"}}))
+    value = await run_isolated(calculate_now, "4*5", timeout_s={timeout})
+    print(json.dumps([outcome.error, outcome.content, value["result"]]))
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+def test_the_worker_servers_start_is_not_counted_in_a_timeout(tmp_path: Path) -> None:
+    # A fresh interpreter: its first call must start the worker server (importing the
+    # tools' libraries takes far longer than this timeout) and still succeed.
+    script = tmp_path / "first_calls.py"
+    script.write_text(FIRST_CALLS.format(timeout=0.5))
+    checkout = Path(__file__).resolve().parents[3]  # this code, not an installed copy
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    error, content, value = json.loads(done.stdout.strip().splitlines()[-1])
+    assert error is None
+    assert '"result": 5' in content
+    assert value == 20
