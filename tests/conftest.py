@@ -31,6 +31,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.gui)
 
 
+@pytest.fixture(autouse=True)
+def own_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own configuration: a data folder that one test remembers is not
+    where a later test's app, or the bundled model, goes."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 def _unavailable(reason: str) -> NoReturn:
     # CI installs the server and the model, so there a missing one is a failure, not a skip.
     if os.environ.get("LOOMCHAT_REQUIRE_SERVER") == "1":
