@@ -13,8 +13,6 @@ The rules, in order:
    except after earlier turns where the model has a bar: prose is then held, and the turn
    asked alone (the second look) decides: under the first request's bar, prose it is
    (the held answer goes on); over it, a call. A model that thought first chose prose.
-   Where the request is about no tool, the turn alone's call is written (beside the held
-   answer, which stays paused) and judged by the last rule: left out, prose it is.
 3. A call to a tool that is not offered is no call: no tool fits. A call to a tool the
    request is not about is read whole from the free answer (where it was greedy) and judged
    by the last rule (`licence`) as written: left out, no call. It is judged where the call
@@ -45,7 +43,6 @@ from desktop.core.tracks.licence import (
     Refusal,
     after_a_result,
     content,
-    licensed,
     refusal_of,
     request_of,
     tools_about,
@@ -261,14 +258,6 @@ def decide(
         if not alone.passed:
             no = "the call gate said no call, for the turn alone"
             return Spoken(replace(record, verdict="prose", reason=no), alone_written)
-        if not (measuring or look_again) and not tools_about(messages, tools):
-            if alone_written is None:
-                alone_written = yield from _write(Constrained(None, alone=True))
-            kept, refused = licensed(alone_written.calls, tools, messages)
-            if not kept and not alone_written.broken:
-                why = "; ".join(dict.fromkeys(r.reason for r in [*refused, *alone_written.refused]))
-                no = f"the turn alone's call is not the person's ({why or 'no call'})"
-                return Spoken(replace(record, verdict="prose", reason=no), alone_written)
         prose, judged = "", alone
         written = alone_written if alone.arguments_sure else None
     elif not opened.call:

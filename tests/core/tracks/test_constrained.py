@@ -1028,45 +1028,6 @@ async def test_a_held_answer_that_goes_on_into_a_call_ends_before_it() -> None:
     assert provider.closed_early == 1
 
 
-async def test_a_second_looks_call_that_is_not_the_persons_lets_the_held_answer_go_on() -> None:
-    """Deep in a chat, a request about no tool: the second look says call, so the turn
-    alone's call is written beside the paused answer and judged by the last rule. Made up
-    ("rust", never said), the held answer goes on and nothing is asked again; the person's
-    own value ("winter"), the call is written in the conversation and made."""
-    from desktop.core.tracks.prompt import EARLIER_HEAD
-
-    earlier = [Message.user("Write a poem about summer"), Message.assistant("Sun and sea.")]
-    messages = [*earlier, Message.user("Make it about winter instead.")]
-    for query, called in (("rust", False), ("winter", True)):
-        alone_call = f'[{{"name": "search", "arguments": {{"query": "{query}"}}}}]'
-        script: list[Script] = [
-            Step(chunks=["Snow", " and ice."]),
-            Step(odds=[("[", 0.95), ("S", 0.05)]),
-            Step(chunks=[alone_call]),
-            *([Step(chunks=['[{"name": "search", "arguments": {"query": "winter"}}]'])]
-              if called else []),
-        ]  # fmt: skip
-        provider = ScriptedProvider(
-            script, constrains_json=True, reports_token_odds=True, takes_grammar=True
-        )
-        track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-02")
-        events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
-        shown = "".join(e.text for e in events if isinstance(e, TextChunk))
-        reply = next(e for e in events if isinstance(e, Reply))
-        _, looked, written, *rest = provider.requests
-        assert EARLIER_HEAD not in written.messages[0].text  # the turn alone's call
-        assert written.options.json_schema is not None
-        assert reply.record is not None
-        if called:
-            assert [c.arguments for c in reply.tool_calls] == [{"query": "winter"}]
-            assert shown == "" and EARLIER_HEAD in rest[0].messages[0].text
-        else:
-            assert rest == [] and reply.tool_calls == []
-            assert shown == "Snow and ice." == reply.text
-            assert reply.record.verdict == "prose"
-            assert "the turn alone's call is not the person's" in reply.record.reason
-
-
 async def test_the_track_lists_the_tools_in_its_calibrated_form() -> None:
     from dataclasses import replace
 
