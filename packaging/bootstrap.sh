@@ -53,7 +53,9 @@ case "$mode" in
     .venv/bin/mypy  # desktop strict, tests checked (pyproject.toml)
     .venv/bin/lint-imports
     # A missing llama-server or model fails the run instead of skipping the real-server tests.
-    LOOMCHAT_REQUIRE_SERVER=1 QT_QPA_PLATFORM=offscreen .venv/bin/python -m pytest "$@"
+    # One worker per core (up to 4); the real-server tests keep to one of them.
+    LOOMCHAT_REQUIRE_SERVER=1 QT_QPA_PLATFORM=offscreen .venv/bin/python -m pytest \
+      --numprocesses auto --maxprocesses 4 --dist loadgroup "$@"
     ;;
   *)
     echo "usage: bash packaging/bootstrap.sh app|test [args...]" >&2
