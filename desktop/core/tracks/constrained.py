@@ -266,7 +266,7 @@ class ConstrainedTools(ProviderWrapper):
                 yield Reply(_prose_of(visible), [], [], raw, finish, record.judged, record=record)
             case Plain():
                 answer = self._plain_answer(
-                    messages, tools, options, keep_tools=_chose_prose(free),
+                    messages, tools, options, keep_tools=False,
                     reason=decision.reason, shown=decision.shown, record=record,
                 )  # fmt: skip
                 async for event in answer:
@@ -281,7 +281,7 @@ class ConstrainedTools(ProviderWrapper):
                 if made.none_left:
                     record = replace(record, verdict="plain", reason=why)
                     answer = self._plain_answer(
-                        messages, tools, options, keep_tools=_chose_prose(free), reason=why,
+                        messages, tools, options, keep_tools=False, reason=why,
                         shown=decision.prose, record=record,
                     )  # fmt: skip
                     async for event in answer:
@@ -329,9 +329,7 @@ class ConstrainedTools(ProviderWrapper):
         forbid a call, the prompt keeps the tools (`keep_tools`: the prefix the server has
         cached). After an unsure call the tools are left out: kept and forbidden, the model
         echoed the request or explained how to call the tool instead of answering, and that
-        prompt is short anyway. But where the free answer was prose (held for the second
-        look, then a call left out), the model had chosen words under that very prompt: it
-        is kept, cached in full, and the answer costs no prompt read again.
+        prompt is short anyway.
 
         `reason` says why a later part of the step answers in text (for the trace); without
         one, the answer is a step of its own (the last, tool-free one). `shown` is prose of
@@ -374,11 +372,6 @@ class ConstrainedTools(ProviderWrapper):
         for reply in replies[-1:]:
             raw, finish = reply.raw or raw, reply.finish_reason
         yield Reply(f"{shown}{visible.prose}", [], [], raw, finish, judged, record=record)
-
-
-def _chose_prose(free: _FreeAnswer) -> bool:
-    """Whether the step's free answer began in words (not a call) before the gate decided."""
-    return not free.opened.call and bool(free.opened.prose.strip())
 
 
 def _prose_of(visible: VisibleText) -> str:

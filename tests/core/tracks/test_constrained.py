@@ -1028,36 +1028,6 @@ async def test_a_held_answer_that_goes_on_into_a_call_ends_before_it() -> None:
     assert provider.closed_early == 1
 
 
-async def test_prose_whose_second_looks_call_is_left_out_is_answered_in_the_same_prompt() -> None:
-    """Deep in a chat the model began in words; the turn alone opened a call, and the call
-    written for the conversation is not the person's (made up, about no tool). The answer
-    is asked again in the conversation's own prompt, tools kept and a call forbidden (the
-    server has it cached), not in another slot that must read the conversation again."""
-    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR
-
-    earlier = [Message.user("Write a poem about summer"), Message.assistant("Sun and sea.")]
-    messages = [*earlier, Message.user("Make it about winter instead.")]
-    provider = ScriptedProvider(
-        [
-            Step(chunks=["Snow", " and ice."]),
-            Step(odds=[("[", 0.95), ("S", 0.05)]),
-            Step(chunks=['[{"name": "search", "arguments": {"query": "paris"}}]']),
-            Step(chunks=["Snow and ice."]),
-        ],
-        constrains_json=True, reports_token_odds=True, takes_grammar=True,
-    )  # fmt: skip
-    track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-02")
-    events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
-    shown = "".join(e.text for e in events if isinstance(e, TextChunk))
-    reply = next(e for e in events if isinstance(e, Reply))
-    free, _, written, answer = provider.requests
-    assert written.options.json_schema is not None and reply.tool_calls == []
-    assert shown == "Snow and ice." == reply.text
-    assert answer.options.grammar == NO_CALL_GRAMMAR and answer.options.aside is None
-    assert answer.messages[0].text == free.messages[0].text  # the same, cached prompt
-    assert reply.record is not None and reply.record.verdict == "plain"
-
-
 async def test_the_track_lists_the_tools_in_its_calibrated_form() -> None:
     from dataclasses import replace
 
