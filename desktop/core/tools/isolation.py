@@ -5,10 +5,10 @@ child process can be killed. On POSIX the children come from a fork server, with
 built-in tools' modules already imported: a call costs a fork, not a Python start-up. The
 server's own start (those imports) can take seconds on a loaded machine, so it is never
 counted in a timeout: `workers_ready` waits for it first, and the app starts it early.
-Cancelling the awaiting task (a tool's timeout, the user's Stop) kills
-the child at once. On Linux a child may also use only so much memory beyond what it
-started with (`MEMORY_BUDGET`): hostile input that declares a huge size (a GGUF array,
-a decompression bomb, `9**9**9`) ends in a `MemoryError` instead of taking the machine's.
+Cancelling the awaiting task (a tool's timeout, the user's Stop) kills the child at once.
+On Linux a child may also use only so much memory beyond what it started with
+(`MEMORY_BUDGET`): hostile input that declares a huge size (a GGUF array, a decompression
+bomb, `9**9**9`) ends in a `MemoryError` instead of taking the machine's.
 """
 
 from __future__ import annotations
