@@ -109,6 +109,8 @@ def _started_workers() -> bool:
 async def workers_ready() -> None:
     """Wait until a child can start at the cost of a fork. Where the server cannot start,
     this returns anyway: the work that needs it then says why."""
+    if _started_workers.cache_info().currsize:  # up already: no thread for every call
+        return
     try:
         await asyncio.to_thread(_started_workers)
     except Exception:
