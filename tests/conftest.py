@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +24,8 @@ from desktop.core.runtime import (
     ensure_bundled_model,
     find_llama_server,
 )
+
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -43,6 +43,9 @@ NAME_LOOKAHEAD = 300
 # How far past its start a call is read whole from the free answer (`Free.read_whole`); a
 # longer one is written under the grammar instead, as any other.
 WHOLE_CALL_LOOKAHEAD = 2000
+# A call whose last this-many characters it has written twice before goes round in circles
+# (a model repeating a few made-up arguments): it would only ever reach the lookahead.
+REPEATED_STRETCH = 48
 
 # Why a call written under the grammar is not the person's, or None (`licence.refusal_of`).
 Judge = Callable[[ToolCall], str | None]
@@ -122,16 +125,28 @@ def first_name(gate: ProseGate) -> tuple[bool, str | None]:
 
 def whole_call(gate: ProseGate, tool: ToolSpec) -> tuple[bool, ToolCall | None]:
     """Whether the free answer's first call (to the offered `tool`) has been read to its
-    end or past the lookahead, and the call as written, where it closed whole and is one
-    the grammar could write (`grammar_writes`)."""
+    end, past the lookahead or round in circles, and the call as written, where it closed
+    whole and is one the grammar could write (`grammar_writes`)."""
     start = gate.buffer.find("{", gate.released)
     end = match_json_end(gate.buffer, start) if start >= 0 else None
     if end is None:
-        return len(gate.buffer) - gate.released > WHOLE_CALL_LOOKAHEAD, None
+        circling = start >= 0 and repeats_itself(gate.buffer[start:])
+        return circling or len(gate.buffer) - gate.released > WHOLE_CALL_LOOKAHEAD, None
     for _, arguments in parse_answer(gate.buffer[start:end]).calls[:1]:
         if grammar_writes(tool, arguments):
             return True, ToolCall("", tool.name, arguments)
     return True, None
+
+
+def repeats_itself(text: str) -> bool:
+    """Whether the text's last `REPEATED_STRETCH` characters were written twice before
+    it: text going round in circles, not a call copying its request."""
+    tail = text[-REPEATED_STRETCH:]
+    before = len(text) - len(tail)
+    if len(tail) < REPEATED_STRETCH:
+        return False
+    first = text.find(tail)
+    return first < before and 0 <= text.find(tail, first + 1) < before
 
 
 def grammar_writes(tool: ToolSpec, arguments: Any) -> bool:
