@@ -141,10 +141,10 @@ def whole_call(gate: ProseGate, tool: ToolSpec) -> tuple[bool, ToolCall | None]:
 def repeats_itself(text: str) -> bool:
     """Whether the text's last `REPEATED_STRETCH` characters were written twice before
     it: text going round in circles, not a call copying its request."""
-    tail = text[-REPEATED_STRETCH:]
-    before = len(text) - len(tail)
-    if len(tail) < REPEATED_STRETCH:
+    if len(text) < REPEATED_STRETCH:
         return False
+    tail = text[-REPEATED_STRETCH:]
+    before = len(text) - REPEATED_STRETCH
     first = text.find(tail)
     return first < before and 0 <= text.find(tail, first + 1) < before
 
