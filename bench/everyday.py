@@ -20,6 +20,10 @@ turn that needs no tool should cost little more than a plain answer. Two ratios:
 turn's (swayed by the two answers' lengths, each a sample of its own) and its first
 visible word's (what the call gate costs). The plain answer is judged too: a no-tool turn
 it gets wrong (a fact the model does not know) is beyond any change to tool calling.
+Between turns the next message waits, as a person reading the answer would, until the
+session has read the next prompt ahead (`desktop.core.warm_up`; its seconds are reported);
+a plain answer's prompt is read ahead likewise, as a plain chat's server holds its own last
+answer. `--no-warm-up` sends each message at once, with nothing read ahead.
 Writes `bench/results/everyday.md` and the turns in detail to `everyday.json`.
 """
 
@@ -67,6 +71,7 @@ from desktop.core.storage.settings import Settings
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.emulated import EmulatedTools
 from desktop.core.tracks.fitting import FittedHistory
+from desktop.core.warm_up import PromptWarmUp
 
 DATA = Path(__file__).resolve().parent / "data" / "everyday" / "conversations.jsonl"
 CONTEXT_SIZE = 8192
@@ -107,6 +112,7 @@ class Turn:
     leaked: bool = False
     first_token_s: float | None = None
     seconds: float = 0.0
+    warm_up_s: float | None = None  # reading the next prompt ahead, after the turn
     plain_seconds: float | None = None
     plain_first_token_s: float | None = None
     # The plain answer (no tools offered) judged as the turn is: a turn it gets wrong too
@@ -122,7 +128,9 @@ def read_set(path: Path, half: str) -> list[dict[str, Any]]:
     return [c for c in conversations if half == "both" or c["half"] == half]
 
 
-async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]:
+async def converse(
+    session: Session, conversation: dict[str, Any], warm_up: bool = True
+) -> list[Turn]:
     cid = session.new_conversation()
     turns = []
     for line in conversation["turns"]:
@@ -154,6 +162,12 @@ async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]
                 case _:
                     pass
         turn.seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        if warm_up:
+            await session.warm_up.settled()  # the person reads the answer meanwhile
+            turn.warm_up_s = time.perf_counter() - started
+        else:
+            await session.warm_up.stop()
         trace = session.traces[cid][-1]
         turn.gate = [s.gate.to_dict() for s in trace.steps if s.gate is not None]
         verdict = judge(expected, turn.calls, results, turn.answer, failed, turn.repeats)
@@ -167,13 +181,17 @@ async def converse(session: Session, conversation: dict[str, Any]) -> list[Turn]
     return turns
 
 
-async def plain_answers(provider: Provider, turns: list[Turn]) -> None:
+async def plain_answers(provider: Provider, turns: list[Turn], warm_up: bool = True) -> None:
     """Each turn that needs no tool asked again with no tools offered, on its history, and
     its answer judged."""
     plain = EmulatedTools(FittedHistory(provider, CONTEXT_SIZE))  # as the session bounds it
     for turn in turns:
         if turn.expected is not None:
             continue
+        if warm_up:  # as a plain chat's server holds its own last answer
+            ahead = PromptWarmUp()
+            ahead.start(plain, turn.history, [], RequestOptions())
+            await ahead.settled()
         started = time.perf_counter()
         messages = [*turn.history, Message.user(turn.user)]
         try:
@@ -192,7 +210,13 @@ async def plain_answers(provider: Provider, turns: list[Turn]) -> None:
 
 
 async def measure(
-    url: str, label: str, half: str, seed: int, plain: bool, only: str | None = None
+    url: str,
+    label: str,
+    half: str,
+    seed: int,
+    plain: bool,
+    only: str | None = None,
+    warm_up: bool = True,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     base.model = (await base.list_models() or [""])[0]
@@ -214,9 +238,9 @@ async def measure(
             if only is not None and conversation["id"] != only:
                 continue
             print(f"{label}: {conversation['id']}", flush=True)
-            turns += await converse(session, conversation)
+            turns += await converse(session, conversation, warm_up)
         if plain:
-            await plain_answers(provider, turns)
+            await plain_answers(provider, turns, warm_up)
         await session.close()
     await base.aclose()
     kept_apart = {"history", "wanted"}
@@ -246,6 +270,7 @@ def summary(run: dict[str, Any]) -> list[str]:
                   if t["plain_first_token_s"] and t["first_token_s"]]  # fmt: skip
         first_ratio = f"{median(firsts):.2f}" if firsts else "—"
         first = median([t["first_token_s"] for t in turns])
+        warm = median([t.get("warm_up_s") for t in turns])
         judged = [t for t in quiet if t.get("plain_right") is not None]
         beyond = sum(not t["plain_right"] for t in judged)
         cells = [
@@ -263,6 +288,7 @@ def summary(run: dict[str, Any]) -> list[str]:
             f"{median([t['seconds'] for t in turns]):.1f}",
             ratio,
             first_ratio,
+            f"{warm:.1f}" if warm is not None else "—",
         ]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
     return rows
@@ -273,9 +299,9 @@ HEADER = (
     "call | missed calls | calls made again | results not used | refusals | formats shown "
     "| no-tool turns wrong with no tools offered either | first token s (median) "
     "| s per turn (median) | no-tool turn ÷ plain (median) "
-    "| its first word ÷ the plain answer's (median) |\n"
+    "| its first word ÷ the plain answer's (median) | next prompt read ahead s (median) |\n"
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-    "| --- |"
+    "| --- | --- |"
 )
 
 
@@ -287,6 +313,9 @@ async def run() -> None:
     parser.add_argument("--url", help="an already running llama-server")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-plain", action="store_true", help="skip the plain answers")
+    parser.add_argument(
+        "--no-warm-up", action="store_true", help="send each message at once, nothing read ahead"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/everyday.md"))
     parser.add_argument("--conversation", help="only the conversation with this id")
     parser.add_argument("--server-log", type=Path, help="the built-in server's log, kept")
@@ -309,7 +338,13 @@ async def run() -> None:
         url = server.base_url
     try:
         result = await measure(
-            url, model.stem, args.half, args.seed, not args.no_plain, args.conversation
+            url,
+            model.stem,
+            args.half,
+            args.seed,
+            not args.no_plain,
+            args.conversation,
+            warm_up=not args.no_warm_up,
         )
     finally:
         if server is not None:

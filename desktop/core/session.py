@@ -35,6 +35,7 @@ from desktop.core.tools.selection import Offer
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TurnTrace
 from desktop.core.tracks.fitting import FittedHistory
+from desktop.core.warm_up import PromptWarmUp
 
 
 class Session:
@@ -64,6 +65,7 @@ class Session:
         self.secrets = secrets
         self.tools = ToolCatalog(tools)
         self.dedupe = Deduplicator()
+        self.warm_up = PromptWarmUp()  # the next turn's prompt, read after each turn
         self.backend = Connector(
             secrets,
             calibrations or CalibrationStore(None),
@@ -180,6 +182,7 @@ class Session:
     async def close(self) -> None:
         """The one teardown: the HTTP client, the built-in server, the MCP servers (and
         their helpers), the chat store and the document index. Safe to call more than once."""
+        await self.warm_up.stop()
         await self.backend.close()
         await self.tools.mcp.close()
         self.store.close()
@@ -317,6 +320,7 @@ class Session:
     ) -> AsyncGenerator[Event, None]:
         """A turn after the shown branch: with the person's new message `user`, or (None)
         answering the branch's last question again."""
+        await self.warm_up.stop()  # the server reads this turn's requests at once
         backend = self.backend
         assert backend.active is not None and backend.traced is not None
         await backend.ensure_runtime()
@@ -337,10 +341,8 @@ class Session:
         temperature = self.settings.temperature
         if preset is not None and preset.temperature is not None:
             temperature = preset.temperature
-        settings = LoopSettings(
-            max_tool_calls=self.settings.max_tool_calls,
-            options=RequestOptions(temperature=temperature),
-        )
+        options = RequestOptions(temperature=temperature)
+        settings = LoopSettings(max_tool_calls=self.settings.max_tool_calls, options=options)
 
         async def approve(call: ToolCall, tool: Tool) -> bool:
             if trusted(self.settings, tool):
@@ -365,8 +367,7 @@ class Session:
                 trace.record(event)  # before the first request: the trace keeps it apart
                 tools = [t for t in tools if t.name != SEARCH_DOCUMENTS]  # searched: not again
                 yield event
-        turn = run_turn(
-            # Bounded to the model's context; each step's call-gate record kept.
+        turn = run_turn(  # bounded to the model's context; each step's gate record kept
             FittedHistory(backend.traced.observe(active), self.context_size),
             Toolbox(tools),
             conversation,
@@ -388,6 +389,8 @@ class Session:
                     if isinstance(event, TextDelta):
                         partial += event.text
                     yield event
+            warmed = FittedHistory(active, self.context_size)  # no trace: it is not this turn
+            self.warm_up.start(warmed, conversation, offer.tools if tools_on else [], options)
         finally:
             if partial.strip():
                 cut = Message.assistant(partial)

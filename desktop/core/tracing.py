@@ -190,6 +190,11 @@ class TracingProvider(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
+        if options.warm_up:  # not a step of the turn: nothing to show in it
+            async with aclosing(self.inner.stream(messages, tools, options)) as stream:
+                async for event in stream:
+                    yield event
+            return
         step = StepTrace(
             step=len(self.trace.steps),
             messages=[_message_for_trace(m) for m in messages],

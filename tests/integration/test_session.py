@@ -50,3 +50,31 @@ async def test_a_killed_built_in_server_is_back_for_the_next_message(tmp_path: P
         await session.close()
         store.close()
     assert not session.runtime.running
+
+
+async def test_after_the_warm_up_the_next_turn_reads_only_its_request(
+    llama_server: Any, tmp_path: Path
+) -> None:
+    """The ended turn goes into the tool prompt's transcript, which the server would read
+    again before the next answer; read ahead, only the new request is left to read."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    settings = Settings(backend="llamacpp", url=llama_server.base_url, temperature=0)
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(settings, store, SecretStore(), tools=[CALCULATOR])
+    assert (await session.connect()).ok
+    conversation = store.create_conversation()
+    try:
+        first = await answer(session, conversation, "Write two sentences about the sea.")
+        assert first[-1].kind == "turn_finished" and len(first[-1].text) > 40
+        await session.warm_up.settled()
+        second = await answer(session, conversation, "Thank you, friend.")
+        assert second[-1].kind == "turn_finished"
+    finally:
+        await session.close()
+        store.close()
+    step = session.traces[conversation][-1].steps[0]
+    read = [s.usage for s in [step, *step.phases] if s.usage is not None]
+    assert read, "the server reported no usage"
+    for usage in read:  # the request and its template's few tokens, nothing before them
+        assert usage["prompt_tokens"] - usage.get("cached_tokens", 0) <= 24, usage

@@ -62,10 +62,13 @@ class ScriptedProvider:
     closed_early: int = 0  # streams the consumer stopped reading before the end
     reports_token_odds: bool = False  # pretend the backend sends token odds
     takes_grammar: bool = False  # pretend the backend takes a GBNF grammar
+    caches_prompt: bool = False  # pretend the backend keeps its prompts cached
 
     @property
     def features(self) -> Features:
-        return Features(self.constrains_json, self.reports_token_odds, self.takes_grammar)
+        return Features(
+            self.constrains_json, self.reports_token_odds, self.takes_grammar, self.caches_prompt
+        )
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions

@@ -34,6 +34,8 @@ class Features:
     constrains_json: bool = False  # answers constrained to a JSON Schema
     reports_token_odds: bool = False  # the likeliest alternatives of each token
     takes_grammar: bool = False  # answers constrained to a GBNF grammar
+    # The server keeps a prompt it has read and reads only what a later one adds to it.
+    caches_prompt: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,9 @@ class RequestOptions:
     # own, so the conversation's prompt stays cached in the first and no request reads a
     # whole prompt again that it read a turn before.
     aside: Aside | None = None
+    # Not a step: the prompts the next turn will start with, read into the server's cache
+    # while the person reads the answer (`desktop.core.warm_up`). Nothing of it is shown.
+    warm_up: bool = False
 
     @property
     def phase(self) -> Literal["opening", "call-odds", "constrained", "plain"] | None:

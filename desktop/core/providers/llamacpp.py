@@ -14,7 +14,9 @@ from desktop.core.tool_spec import ToolSpec
 class LlamaCppProvider(OpenAICompatProvider):
     kind = "llamacpp"
     # What the OpenAI-compatible server takes, and a GBNF `grammar` in the chat request.
-    features = Features(constrains_json=True, reports_token_odds=True, takes_grammar=True)
+    features = Features(
+        constrains_json=True, reports_token_odds=True, takes_grammar=True, caches_prompt=True
+    )
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", model: str = "", **kwargs: Any):
         kwargs.setdefault("name", "llama.cpp server")

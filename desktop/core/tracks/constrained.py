@@ -50,7 +50,7 @@ from desktop.core.tracks.gate import (
 from desktop.core.tracks.holdback import VisibleText, relay
 from desktop.core.tracks.licence import refusal_of
 from desktop.core.tracks.persons_calls import persons_calls
-from desktop.core.tracks.prompt import emulated_history, split_turns
+from desktop.core.tracks.prompt import emulated_history, first_step_prompts, split_turns
 from desktop.core.tracks.step_calls import offered_tool
 from desktop.core.tracks.tool_forms import ToolForm
 
@@ -106,6 +106,14 @@ class ConstrainedTools(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
     ) -> AsyncGenerator[ProviderEvent, None]:
+        if options.warm_up and tools:  # the next turn's prompts (`desktop.core.warm_up`)
+            slots = self.inner.capabilities.slots
+            for history, aside in first_step_prompts(messages, tools, self.form, slots):
+                read = self.inner.stream(history, [], replace(options, aside=aside))
+                async with aclosing(read) as events:
+                    async for event in events:
+                        yield event
+            return
         if not tools and options.withdrawn_tools and self.keeps_prefix:
             # The turn's last step: its tools stay in the prompt, calls are forbidden.
             last = self._plain_answer(messages, options.withdrawn_tools, options, keep_tools=True)

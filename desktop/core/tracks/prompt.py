@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from desktop.core.messages import Message, Part, TextPart, ToolCall
+from desktop.core.providers.base import Aside
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.tool_forms import ToolForm, render_tools
 
@@ -41,6 +42,20 @@ def render_tool(tool: ToolSpec, form: ToolForm = "json") -> str:
 
 def render_tool_prompt(tools: Iterable[ToolSpec], form: ToolForm = "json") -> str:
     return "\n".join([TOOL_PROMPT_HEAD, render_tools(list(tools), form)])
+
+
+def first_step_prompts(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], form: ToolForm, slots: int
+) -> list[tuple[list[Message], Aside | None]]:
+    """The prompts a turn's first step may read, for the server to read them ahead: the
+    conversation's with the tools, and where the server keeps the answer in words in a
+    slot of its own (`slots` > 1), that one too."""
+    prompts: list[tuple[list[Message], Aside | None]] = [
+        (emulated_history(messages, tools, form=form), None)
+    ]
+    if slots > 1:
+        prompts.append((emulated_history(messages, []), "in words"))
+    return prompts
 
 
 def call_json(calls: Sequence[ToolCall]) -> str:

@@ -3,8 +3,8 @@ from typing import Any
 import pytest
 
 from desktop.core.events import Notice, Reply, TextChunk
-from desktop.core.messages import Message
-from desktop.core.providers.base import RequestOptions
+from desktop.core.messages import Message, ToolCall
+from desktop.core.providers.base import Capabilities, RequestOptions
 from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
 from desktop.core.tracks.constrained import ConstrainedTools
@@ -1041,3 +1041,57 @@ async def test_the_track_lists_the_tools_in_its_calibrated_form() -> None:
     [e async for e in track.stream([Message.user("Search for rust")], [SEARCH], GREEDY)]
     system = provider.requests[0].messages[0].text
     assert "<tools>" in system and '"name": "search"' in system
+
+
+# --- the next turn's prompts, read ahead ---------------------------------------------------
+
+EARLIER = [
+    Message.system("Be brief."),
+    Message.user("What time is it?"),
+    Message.assistant("", [ToolCall("c1", "clock", {})]),
+    Message.tool("c1", "clock", "12:30"),
+    Message.assistant("It is 12:30."),
+]
+
+
+async def read_ahead(slots: int) -> ScriptedProvider:
+    provider = ScriptedProvider(
+        ["x", "x"], capabilities=Capabilities(slots=slots), constrains_json=True,
+        reports_token_odds=True, takes_grammar=True,
+    )  # fmt: skip
+    asked = RequestOptions(max_tokens=1, temperature=0, warm_up=True)
+    events = [e async for e in gated(provider).stream([*EARLIER, Message.user("")],
+                                                        [SEARCH, CLOCK], asked)]  # fmt: skip
+    assert not [e for e in events if isinstance(e, TextChunk) and e.text != "x"]
+    return provider
+
+
+async def test_the_warm_up_reads_the_prompts_a_turns_first_step_reads() -> None:
+    """The conversation's prompt with the tools (the free answer's), and the one in words
+    (an answer without the tools, in a slot of its own): equal to what the next turn sends
+    up to its request, so the server reads only that."""
+    provider = await read_ahead(slots=3)
+    main, in_words = provider.requests
+    assert (main.options.aside, in_words.options.aside) == (None, "in words")
+    assert main.tools == in_words.tools == []  # the emulated prompt carries the tools
+    assert "It is 12:30." in main.messages[0].text  # the ended turn is in the transcript
+    # The next turn: its free answer names no offered tool, and is answered in words.
+    after = ScriptedProvider(
+        [Step(chunks=['{"name": "joke", "arguments": {}}']), "Why did it?"],
+        capabilities=Capabilities(slots=3), constrains_json=True, reports_token_odds=True,
+        takes_grammar=True,
+    )  # fmt: skip
+    request = [*EARLIER, Message.user("Tell me a joke.")]
+    [e async for e in gated(after).stream(request, [SEARCH, CLOCK], GREEDY)]
+    free, plain = after.requests
+    assert plain.options.aside == "in words"
+    for warm, asked in ((main, free), (in_words, plain)):
+        assert warm.messages[:-1] == asked.messages[:-1]
+        assert (warm.messages[-1].text, asked.messages[-1].text) == ("", "Tell me a joke.")
+
+
+async def test_with_one_slot_only_the_conversations_prompt_is_read_ahead() -> None:
+    """The answer in words would take the one slot from the prompt every turn starts with."""
+    provider = await read_ahead(slots=1)
+    (main,) = provider.requests
+    assert main.options.aside is None and "You can use tools" in main.messages[0].text
