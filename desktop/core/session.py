@@ -177,6 +177,7 @@ class Session:
     async def calibrate(self, progress: Progress | None = None) -> Calibration:
         """Calibrate the connected model on the enabled tools, keep the result and use it
         from the next turn on. A chat pauses it (see `send`); cancelling ends it."""
+        await self.warm_up.stop()  # its requests would wait behind the warm-up's
         return await self.backend.calibrate(list(self.toolbox()), self.settings.track, progress)
 
     async def close(self) -> None:

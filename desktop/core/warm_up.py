@@ -2,12 +2,12 @@
 
 A turn's first request starts with everything said so far, and where the tool prompt holds
 the earlier turns as a transcript, the turn that just ended changes that prompt before the
-new message: the server reads it again, on two cores for seconds, before the first word of
-the next answer. Once a turn has ended, the conversation with an empty request after it is
-sent for a one-token answer, so the server's prompt cache holds all of it when the next
-message comes; only that message is left to read. The person is reading meanwhile; a new
-turn stops the warm-up first, and whatever the server has read of it stays cached.
-Only for a backend that caches prompts (`Features.caches_prompt`)."""
+new message: the server reads all of that turn again before the first word of the next
+answer, and on a CPU that is the wait a person notices. Once a turn has ended, the
+conversation with an empty request after it is sent for a one-token answer, so the
+server's prompt cache holds all of it when the next message comes; only that message is
+left to read. The person is reading meanwhile; a new turn, a calibration or closing stops
+the warm-up first. Only for a backend that caches prompts (`Features.caches_prompt`)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ and that nothing of it reaches the person or the turn's trace."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 from pathlib import Path
 
 from desktop.core.events import Event, Notice, TurnFailed, TurnFinished, TurnWarning
@@ -119,4 +120,21 @@ async def test_a_stopped_turn_reads_nothing_ahead(tmp_path: Path) -> None:
     await events.aclose()
     await session.warm_up.settled()
     assert len(provider.requests) == 1
+    await session.close()
+
+
+async def test_a_calibration_stops_the_warm_up_first(tmp_path: Path) -> None:
+    """Its requests would wait behind the warm-up's in the server's slots."""
+    session, provider, c = session_over(tmp_path, "Rome.", Step(hang=True))
+    await run(session, c, "The capital of Italy?")
+    await until_asked(provider, 2)
+    calibrating = asyncio.create_task(session.calibrate())
+    for _ in range(100):
+        if provider.cancelled:
+            break
+        await asyncio.sleep(0)
+    calibrating.cancel()
+    with suppress(BaseException):  # what the calibration made of the empty script
+        await calibrating
+    assert provider.cancelled
     await session.close()
