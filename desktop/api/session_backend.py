@@ -16,6 +16,7 @@ def session_backend(session: Session) -> Backend:
         raw = session.backend.raw
         if raw is None or not session.connection.ok:
             return None
+        session.warm_up.cancel()  # the request would wait behind it in the server's slot
         tracer = TracingProvider(raw)
         active, track = on_track(tracer, session.settings.track, session.calibration)
         trace = tracer.start_turn(track)

@@ -39,14 +39,18 @@ class PromptWarmUp:
     ) -> None:
         """Read ahead the prompt a turn after `conversation` will start with, offered
         `tools`, in the background (a warm-up before it is stopped)."""
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        self.cancel()
         if not provider.features.caches_prompt:
             return
         messages = [*conversation, Message.user("")]
         asked = replace(options, max_tokens=1, temperature=0, warm_up=True)
         self._task = asyncio.create_task(_read(provider, messages, list(tools), asked))
+
+    def cancel(self) -> None:
+        """Stop the warm-up under way without waiting for it to end."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
 
     async def stop(self) -> None:
         """Stop the warm-up under way, if any (the server keeps what it has read)."""
