@@ -6,8 +6,9 @@ new message: the server reads all of that turn again before the first word of th
 answer, and on a CPU that is the wait a person notices. Once a turn has ended, the
 conversation with an empty request after it is sent for a one-token answer, so the
 server's prompt cache holds all of it when the next message comes; only that message is
-left to read. The person is reading meanwhile; a new turn, a calibration or closing stops
-the warm-up first. Only for a backend that caches prompts (`Features.caches_prompt`)."""
+left to read. The person is reading meanwhile; a new turn, a calibration, a request to the
+local API or closing stops the warm-up first. Only for a backend that caches prompts
+(`Features.caches_prompt`)."""
 
 from __future__ import annotations
 
