@@ -376,8 +376,7 @@ class Session:
             dedupe=self.dedupe,
             approver=approve,
         )
-        # The text of the step under way, shown but not yet a message: kept if the turn is
-        # stopped or fails mid-step (the person saw it; it must not vanish).
+        # Text shown but not yet a message: kept if the turn stops mid-step (it was seen).
         partial = ""
         try:
             async with aclosing(turn) as events:
@@ -390,8 +389,9 @@ class Session:
                     if isinstance(event, TextDelta):
                         partial += event.text
                     yield event
-            warmed = FittedHistory(active, self.context_size)  # no trace: it is not this turn
-            self.warm_up.start(warmed, conversation, offer.tools if tools_on else [], options)
+            ahead = FittedHistory(active, self.context_size)  # untraced: not this turn's
+            if backend.calibrator is None:  # its requests would take the slots read ahead
+                self.warm_up.start(ahead, conversation, offer.tools if tools_on else [], options)
         finally:
             if partial.strip():
                 cut = Message.assistant(partial)

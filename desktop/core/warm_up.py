@@ -7,7 +7,8 @@ answer, and on a CPU that is the wait a person notices. Once a turn has ended, t
 conversation with an empty request after it is sent for a one-token answer, so the
 server's prompt cache holds all of it when the next message comes; only that message is
 left to read. The person is reading meanwhile; a new turn, a calibration, a request to the
-local API or closing stops the warm-up first. Only for a backend that caches prompts
+local API or closing stops the warm-up first, and none starts while a calibration goes on
+(its requests take the slots). Only for a backend that caches prompts
 (`Features.caches_prompt`)."""
 
 from __future__ import annotations

@@ -138,3 +138,15 @@ async def test_a_calibration_stops_the_warm_up_first(tmp_path: Path) -> None:
         await calibrating
     assert provider.cancelled
     await session.close()
+
+
+async def test_nothing_is_read_ahead_while_a_calibration_goes_on(tmp_path: Path) -> None:
+    """Paused for the turn, it goes on after it, and its requests take the slots."""
+    from desktop.core.calibration.calibrator import Calibrator
+
+    session, provider, c = session_over(tmp_path, "Rome.", "x")
+    session.backend.calibrator = Calibrator(provider, [], "scripted model")
+    await run(session, c, "The capital of Italy?")
+    await session.warm_up.settled()
+    assert len(provider.requests) == 1
+    await session.close()
