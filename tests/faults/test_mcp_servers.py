@@ -46,15 +46,16 @@ async def test_broken_servers_are_reported_once_and_the_rest_go_on(
 ) -> None:
     configs = [faulty("hang", "hang"), faulty("garbage", "garbage"), faulty("gone", "exit"),
                McpServerConfig("demo", command=sys.executable, args=(SERVER,))]  # fmt: skip
-    servers = McpServers(configs, start_timeout_s=3)
+    # Long enough for the working server to start on a loaded machine with a cold disk cache.
+    servers = McpServers(configs, start_timeout_s=10)
     started = time.monotonic()
     with caplog.at_level(logging.INFO):
         problems = await servers.start()
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20
     assert sorted(problems) == [
-        "MCP server 'garbage' did not start within 3 s.",
+        "MCP server 'garbage' did not start within 10 s.",
         "MCP server 'gone' failed: Connection closed",
-        "MCP server 'hang' did not start within 3 s.",
+        "MCP server 'hang' did not start within 10 s.",
     ]
     assert [t.name for t in servers.tools] == ["demo__add", "demo__swatch", "demo__fail"]
     garbled = [r for r in caplog.records if "not JSON-RPC" in r.getMessage()]
