@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import time
 from dataclasses import replace
@@ -21,8 +22,11 @@ from tests.core.tools.test_mcp import SERVER
 FAULTY = str(Path(__file__).resolve().parents[1] / "support" / "mcp_faulty_server.py")
 
 
-def faulty(name: str, mode: str) -> McpServerConfig:
-    return McpServerConfig(name, command=sys.executable, args=(FAULTY, mode), trusted=True)
+def faulty(name: str, mode: str, tag: str = "") -> McpServerConfig:
+    """`tag`: an argument the server ignores, which finds its processes alone (under
+    pytest-xdist another worker's test may have faulty servers of its own running)."""
+    args = (FAULTY, mode, tag) if tag else (FAULTY, mode)
+    return McpServerConfig(name, command=sys.executable, args=args, trusted=True)
 
 
 def running(marker: str) -> list[int]:
@@ -71,7 +75,8 @@ async def test_broken_servers_are_reported_once_and_the_rest_go_on(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 async def test_a_hanging_tool_times_out_and_a_crashed_server_says_so() -> None:
-    servers = McpServers([faulty("faulty", "stuck")])
+    tag = f"hanging-tool-{os.getpid()}"
+    servers = McpServers([faulty("faulty", "stuck", tag)])
     assert await servers.start() == []
     tools = {t.name: t for t in servers.tools}
     box = Toolbox([replace(tools["faulty__wait"], timeout_s=1), tools["faulty__ping"],
@@ -85,7 +90,7 @@ async def test_a_hanging_tool_times_out_and_a_crashed_server_says_so() -> None:
     assert after.error is not None
     await servers.close()
     await asyncio.sleep(0.5)
-    assert running(FAULTY) == []
+    assert running(tag) == []
 
 
 @pytest.mark.slow
