@@ -48,7 +48,9 @@ def running(marker: str) -> list[int]:
 async def test_broken_servers_are_reported_once_and_the_rest_go_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    configs = [faulty("hang", "hang"), faulty("garbage", "garbage"), faulty("gone", "exit"),
+    tag = f"broken-servers-{os.getpid()}"
+    configs = [faulty("hang", "hang", tag), faulty("garbage", "garbage", tag),
+               faulty("gone", "exit", tag),
                McpServerConfig("demo", command=sys.executable, args=(SERVER,))]  # fmt: skip
     # Long enough for the working server to start on a loaded machine with a cold disk cache.
     servers = McpServers(configs, start_timeout_s=10)
@@ -70,7 +72,7 @@ async def test_broken_servers_are_reported_once_and_the_rest_go_on(
     for server in servers.servers:
         await server.close()
     await asyncio.sleep(0.5)
-    assert running(FAULTY) == []
+    assert running(tag) == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
