@@ -389,8 +389,8 @@ class Session:
                     if isinstance(event, TextDelta):
                         partial += event.text
                     yield event
-            ahead = FittedHistory(active, self.context_size)  # untraced: not this turn's
             if backend.calibrator is None:  # its requests would take the slots read ahead
+                ahead = FittedHistory(active, self.context_size)  # untraced: not this turn's
                 self.warm_up.start(ahead, conversation, offer.tools if tools_on else [], options)
         finally:
             if partial.strip():

@@ -55,7 +55,7 @@ class PromptWarmUp:
             self._task = None
 
     async def stop(self) -> None:
-        """Stop the warm-up under way, if any (the server keeps what it has read)."""
+        """Stop the warm-up under way, if any, and wait until it has ended."""
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
@@ -76,7 +76,5 @@ async def _read(
         async with aclosing(provider.stream(messages, tools, options)) as stream:
             async for _ in stream:
                 pass
-    except asyncio.CancelledError:
-        raise
     except Exception as exc:  # nobody asked for it: the next turn tells of a real failure
         log.info("reading the next prompt ahead failed: %s", exc)
