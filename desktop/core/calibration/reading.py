@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import assert_never
 
 from desktop.core.messages import Message
@@ -28,7 +27,7 @@ from desktop.core.tracks.gate import (
     decide,
     first_request_step,
 )
-from desktop.core.tracks.licence import licensed, refusal_of
+from desktop.core.tracks.licence import Licence, licensed
 from desktop.core.tracks.prompt import emulated_history, split_turns
 from desktop.core.tracks.step_calls import offered_tool
 from desktop.core.tracks.tool_forms import ToolForm
@@ -126,7 +125,7 @@ class GateReader:
         if written is None:
             first = decision.first if isinstance(decision, Call) else read.tool
             history = emulated_history(messages, tools, form=self.form)
-            judge = partial(refusal_of, tools=tools, messages=messages)
+            judge = Licence.of(tools, messages)
             written = await constrained_calls(
                 self.provider, history, tools, options, Constrained(first),
                 known_names(messages, tools), judge,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
@@ -28,7 +28,7 @@ from desktop.core.schemas import validator
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.gate import ConstrainedCalls, Free, Odds, Opened
 from desktop.core.tracks.holdback import ProseGate, VisibleText
-from desktop.core.tracks.licence import Refusal
+from desktop.core.tracks.licence import Licence, Refusal
 from desktop.core.tracks.odds import arguments_odds, call_odds
 from desktop.core.tracks.parse import match_json_end, parse_answer
 from desktop.core.tracks.step_calls import call_schema
@@ -37,6 +37,7 @@ from desktop.core.tracks.step_calls import call_schema
 # cannot run, so a tight limit meant for prose must not cut a call.
 CALL_TOKEN_BUDGET = 1024
 _FIRST_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+_LEADING_NAME = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]*)"')
 # How far past the start of a call the free answer is read for the first call's name (and
 # how much prose calibration reads before it takes the answer for prose).
 NAME_LOOKAHEAD = 300
@@ -46,9 +47,6 @@ WHOLE_CALL_LOOKAHEAD = 2000
 # A call whose last this-many characters it has written twice before goes round in circles
 # (a model repeating a few made-up arguments): it would only ever reach the lookahead.
 REPEATED_STRETCH = 48
-
-# Why a call written under the grammar is not the person's, or None (`licence.refusal_of`).
-Judge = Callable[[ToolCall], str | None]
 
 
 @dataclass
@@ -62,6 +60,11 @@ class ListItems:
     _quoted: bool = False
     _escaped: bool = False
     _start: int | None = None
+
+    @property
+    def unfinished(self) -> str:
+        """The item being written, as far as it is (empty between items)."""
+        return "" if self._start is None else self.text[self._start :]
 
     def feed(self, chunk: str) -> list[str]:
         done: list[str] = []
@@ -89,7 +92,7 @@ class ListItems:
         return done
 
 
-def _judged(items: list[str], judge: Judge, accepted: list[str], refused: list[Refusal]) -> bool:
+def _judged(items: list[str], judge: Licence, accepted: list[str], refused: list[Refusal]) -> bool:
     """Each complete call goes to `accepted` until one is refused (to `refused`); whether
     one was."""
     for item in items:
@@ -101,7 +104,15 @@ def _judged(items: list[str], judge: Judge, accepted: list[str], refused: list[R
     return False
 
 
-def _refused(item: str, judge: Judge) -> Refusal | None:
+def _refused_by_name(unfinished: str, judge: Licence) -> Refusal | None:
+    """The call being written, refused once it has named a tool the licence refuses by
+    name alone (the grammar writes the name first)."""
+    named = _LEADING_NAME.match(unfinished)
+    why = judge.by_name.get(named.group(1)) if named else None
+    return Refusal(named.group(1), why) if named and why else None
+
+
+def _refused(item: str, judge: Licence) -> Refusal | None:
     """Why a complete call is not the person's (None: it is, or it is no call at all)."""
     try:
         call = json.loads(item)
@@ -110,7 +121,7 @@ def _refused(item: str, judge: Judge) -> Refusal | None:
     if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict):
         return None
     name = str(call.get("name"))
-    why = judge(ToolCall("", name, call["arguments"]))
+    why = judge.refusal(ToolCall("", name, call["arguments"]))
     return None if why is None else Refusal(name, why)
 
 
@@ -187,7 +198,7 @@ async def constrained_calls(
     options: RequestOptions,
     part: Constrained,
     known: Sequence[str],
-    judge: Judge | None = None,
+    judge: Licence | None = None,
 ) -> ConstrainedCalls:
     """The step's calls written under the backend's grammar (the first pinned to the tool
     the free answer named); weighed, the tokens' odds are asked for and the arguments'
@@ -195,7 +206,9 @@ async def constrained_calls(
     written greedily whatever the chat's temperature.
 
     With a `judge`, the writing stops at the first call it refuses: the calls are the ones
-    before it. A model that lists made-up calls lists several, each costing its tokens."""
+    before it. A model that lists made-up calls lists several, each costing its tokens. A
+    call refused by its tool's name alone stops the writing at the name; where it was the
+    first, nothing was weighed (no arguments' odds)."""
     budget = max(options.max_tokens or 0, CALL_TOKEN_BUDGET)
     asked = replace(
         options, json_schema=call_schema(tools, first=part.first), max_tokens=budget,
@@ -207,11 +220,19 @@ async def constrained_calls(
     passed_on: list[ProviderEvent] = []
     reply: Reply | None = None
     items, accepted, refused = ListItems(), list[str](), list[Refusal]()
+    unweighed = False  # the first call was refused at its name: no arguments were written
     async with aclosing(inner.stream(history, [], asked)) as forced:
         async for event in forced:
             if isinstance(event, TextChunk):
                 text.append(event.text)
                 if judge is not None and _judged(items.feed(event.text), judge, accepted, refused):
+                    break
+                early = (
+                    _refused_by_name(items.unfinished, judge) if judge and judge.by_name else None
+                )
+                if early is not None:
+                    refused.append(early)
+                    unweighed = not accepted
                     break
             elif isinstance(event, TokenOdds):
                 if event.chosen is not None:
@@ -230,7 +251,7 @@ async def constrained_calls(
         [*broken, *parsed.broken],
         (reply.raw or reply.text) if reply else "".join(text),
         reply.finish_reason if reply else ("stop" if refused else None),
-        arguments_odds(chosen) if part.weigh else None,
+        arguments_odds(chosen) if part.weigh and not unweighed else None,
         passed_on,
         refused,
     )

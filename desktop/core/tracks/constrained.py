@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import assert_never
 
 from desktop.core.events import (
@@ -32,7 +31,7 @@ from desktop.core.providers.base import (
     RequestOptions,
 )
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.asking import Judge, constrained_calls, first_name, probe, whole_call
+from desktop.core.tracks.asking import constrained_calls, first_name, probe, whole_call
 from desktop.core.tracks.emulated import calls_from_text, known_names
 from desktop.core.tracks.gate import (
     Answer,
@@ -48,7 +47,7 @@ from desktop.core.tracks.gate import (
     decide,
 )
 from desktop.core.tracks.holdback import VisibleText, relay
-from desktop.core.tracks.licence import refusal_of
+from desktop.core.tracks.licence import Licence
 from desktop.core.tracks.persons_calls import persons_calls
 from desktop.core.tracks.prompt import emulated_history, first_step_prompts, split_turns
 from desktop.core.tracks.step_calls import offered_tool
@@ -135,7 +134,7 @@ class ConstrainedTools(ProviderWrapper):
             sampled=sampled,
         )  # fmt: skip
         free = _FreeAnswer()
-        judge: Judge = partial(refusal_of, tools=tools, messages=messages)
+        judge = Licence.of(tools, messages)
         driven = self._drive(gate, messages, tools, options, free, judge, history, known)
         try:
             async for event in driven:
@@ -150,7 +149,7 @@ class ConstrainedTools(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
         free: _FreeAnswer,
-        judge: Judge,
+        judge: Licence,
         history: list[Message],
         known: Sequence[str],
     ) -> AsyncGenerator[ProviderEvent, None]:
@@ -210,7 +209,7 @@ class ConstrainedTools(ProviderWrapper):
                 return False
             done, named = first_name(gate)
             tool = offered_tool(named, tools) if done and named is not None else None
-            if tool is not None and tool in ask.read_whole:
+            if tool is not None and tool in ask.read_whole - ask.stop_at:
                 done, whole = whole_call(gate, next(t for t in tools if t.name == tool))
             return done
 
@@ -246,7 +245,7 @@ class ConstrainedTools(ProviderWrapper):
         free: _FreeAnswer,
         history: list[Message],
         known: Sequence[str],
-        judge: Judge,
+        judge: Licence,
     ) -> AsyncGenerator[ProviderEvent, None]:
         record = decision.record
         match decision:

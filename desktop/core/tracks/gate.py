@@ -15,7 +15,8 @@ The rules, in order:
    (the held answer goes on); over it, a call. A model that thought first chose prose.
 3. A call to a tool that is not offered is no call: no tool fits. A call to a tool the
    request is not about is read whole from the free answer (where it was greedy) and judged
-   by the last rule (`licence`) as written: left out, no call. It is judged where the call
+   by the last rule (`licence`) as written (or by its name alone, where no call to that
+   tool could hold what the person said): left out, no call. It is judged where the call
    made would be that one: at once on a first request or after a result, else once the
    gate says call with none written yet (the second look may make the turn alone's call).
    Not where another tool is one the request is about: the calls are written again for it.
@@ -44,6 +45,7 @@ from desktop.core.tracks.licence import (
     after_a_result,
     content,
     refusal_of,
+    refused_by_name,
     request_of,
     tools_about,
 )
@@ -107,11 +109,13 @@ class Free:
     """The step's own answer, read until a call names its tool; `greedy`: at temperature
     0; `hold_prose`: prose is not shown until the second look has judged (and the answer
     stops at its first word); `read_whole`: a call to one of these tools is read to its
-    end, for the last rule to judge it as written."""
+    end, for the last rule to judge it as written, but for those in `stop_at`, which it
+    refuses by their name alone."""
 
     greedy: bool = False
     hold_prose: bool = False
     read_whole: frozenset[str] = frozenset()
+    stop_at: frozenset[str] = frozenset()
     kind: Literal["free"] = "free"
 
 
@@ -244,7 +248,8 @@ def decide(
     greedy = probed is not None and probed.opens
     read_whole = frozenset() if measuring or look_again or (sampled and not greedy) else (
         judged_as_written(messages, tools))  # fmt: skip
-    opened = yield from _read(Free(greedy, hold_prose=looking, read_whole=read_whole))
+    by_name = {n: why for n, why in refused_by_name(tools, messages).items() if n in read_whole}
+    opened = yield from _read(Free(greedy, looking, read_whole, frozenset(by_name)))
     looking = looking and not opened.thought
     judged: CallGate | None = None
     written: ConstrainedCalls | None = None
@@ -266,7 +271,7 @@ def decide(
     if opened.named and first is None:  # rule 3
         why = f"the call named {opened.named!r}, which is not an offered tool"
         return Plain(why, prose, replace(record, verdict="plain", reason=why))
-    as_written = _as_written(opened, tools, messages)
+    as_written = _as_written(opened, tools, messages, by_name)
     if as_written is not None and (alone_bar is None or after_a_result(messages)):
         return Plain(as_written, prose, replace(record, verdict="plain", reason=as_written))
     if judged is None and not prose.strip() and odds_reported:  # rule 4
@@ -292,6 +297,8 @@ def decide(
             record = replace(record, request=judged)
         if not judged.passed:  # rule 6
             no = "the call gate said no call" + (", nor were its arguments sure" if written else "")
+            if written is not None and written.refused and not written.calls:
+                no = "; ".join(dict.fromkeys(r.reason for r in written.refused))
             return Plain(no, "", replace(record, verdict="plain", reason=no),
                          written, alone_written)  # fmt: skip
     if as_written is not None and written is None:  # rule 3: the call made would be this one
@@ -321,10 +328,16 @@ def judged_as_written(messages: Sequence[Message], tools: Sequence[ToolSpec]) ->
 
 
 def _as_written(
-    opened: Opened, tools: Sequence[ToolSpec], messages: Sequence[Message]
+    opened: Opened,
+    tools: Sequence[ToolSpec],
+    messages: Sequence[Message],
+    by_name: dict[str, str],
 ) -> str | None:
-    """Why the free answer's call, read whole, is not the person's (None: it is, or it
-    was not read whole)."""
+    """Why the free answer's call, read whole or refused by the name it wrote, is not the
+    person's (None: it is, or it was not read whole)."""
+    named = offered_tool(opened.named, tools) if opened.named else None
+    if named in by_name:  # its arguments were not read
+        return f"{by_name[named]} (as the answer named it)"
     refused = refusal_of(opened.whole, tools, messages) if opened.whole is not None else None
     return None if refused is None else f"{refused} (as the answer wrote it)"
 

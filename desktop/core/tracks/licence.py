@@ -8,12 +8,18 @@ share words with its name, description or parameters), or when its values are mo
 the person said. Later in a turn, after a tool's result, a call may also take its values
 from the conversation and the results (a chain: list the files, then read one). A call that
 is none of these is made up, and the model is asked for its answer in words instead.
+
+Some calls are judged by their tool's name alone: where the request is about no offered
+tool and the tool's schema lets its arguments hold nothing the person said ("Bye" and a
+calculator that takes only arithmetic), no call to it could be theirs, and reading its
+arguments would only spend the time before the answer.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+import string
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cache
@@ -32,6 +38,12 @@ _WORD = re.compile(r"[^\W\d_]{3,}")
 _NAME_PARTS = re.compile(r"([a-z0-9])([A-Z])")
 # An example inside a description ("e.g. months") is a particular, not what the tool is for.
 _EXAMPLE_CLAUSE = re.compile(r"\b(?:e\.g\.|for example|such as)[^.;,)]*", re.IGNORECASE)
+# A string pattern that is one character class, repeated: "^[0-9+*/ ]+$". Any other pattern
+# may let a value hold anything, as far as the name-alone verdict knows.
+_ONE_CLASS = re.compile(r"\^(\[(?:\\.|[^\]\\])+\])[+*]\$")
+_SET_OPERATIONS = ("[", "--", "&&", "~~", "||")
+_KEYWORDS_THAT_WIDEN = ("anyOf", "oneOf", "allOf", "$ref", "not", "if", "prefixItems")
+_SCHEMA_DEPTH = 8
 
 
 @cache
@@ -113,6 +125,73 @@ def _example_values(tool: ToolSpec) -> set[str]:
     return found
 
 
+def _could_hold(schema: Any, numbers: set[str], words: set[str], depth: int = 0) -> bool:
+    """Whether a value valid under `schema` could hold one of the person's `numbers` or
+    `words` (stems). Where the schema is not one of the plain shapes read here, it could."""
+    if depth > _SCHEMA_DEPTH or not isinstance(schema, dict):
+        return True
+    if any(key in schema for key in _KEYWORDS_THAT_WIDEN):
+        return True
+    options = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if isinstance(options, list):
+        return bool(values_of(options) & (numbers | words))
+    kinds = schema.get("type")
+    kinds = {kinds} if isinstance(kinds, str) else kinds
+    if not isinstance(kinds, (set, list)) or not set(kinds) <= {
+        "number", "integer", "boolean", "null", "string", "array",
+    }:  # fmt: skip
+        return True
+    held = bool(numbers) and bool({"number", "integer"} & set(kinds))
+    if "string" in kinds:
+        held = held or _string_could_hold(schema.get("pattern"), numbers, words)
+    if "array" in kinds:
+        held = held or _could_hold(schema.get("items", True), numbers, words, depth + 1)
+    return held
+
+
+def _string_could_hold(pattern: Any, numbers: set[str], words: set[str]) -> bool:
+    """Whether a string matching `pattern` could hold one of the numbers or words."""
+    if not numbers and not words:
+        return False
+    one_class = _ONE_CLASS.fullmatch(pattern) if isinstance(pattern, str) else None
+    # Sets inside sets are read otherwise by newer Pythons (and warned of): not read here.
+    if one_class is None or any(op in one_class.group(1)[1:] for op in _SET_OPERATIONS):
+        return True
+    try:
+        char = re.compile(one_class.group(1), re.IGNORECASE)
+    except re.error:
+        return True
+    if numbers and any(char.fullmatch(d) for d in "0123456789"):
+        return True  # some digits at least: a number said may be written
+    # Two letters may spell a word whose stem is one said (stems are not spellings); one
+    # letter only spells that letter repeated ("eee" beside the calculator's exponents).
+    candidates = set(string.ascii_lowercase) | {c for word in words for c in word}
+    letters = {c for c in candidates if char.fullmatch(c)}
+    if len(letters) != 1:
+        return bool(letters) and bool(words)
+    return any(set(word) <= letters for word in words)
+
+
+def refused_by_name(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> dict[str, str]:
+    """The offered tools no call to which could be the person's, known before a call to
+    one writes its arguments, and why: on a turn's first step, for a request about no
+    offered tool, those whose arguments could hold nothing the person said."""
+    if after_a_result(messages) or tools_about(messages, tools):
+        return {}
+    request = request_of(messages)
+    numbers, words = _numbers(request), _words(request)
+    refused: dict[str, str] = {}
+    for tool in tools:
+        if tool.parameters.get("additionalProperties") is True:
+            continue
+        if not any(_could_hold(spec, numbers, words) for spec in tool.properties.values()):
+            refused[tool.name] = (
+                f"the request is not about {tool.name}, and its arguments could hold "
+                "nothing the person said"
+            )
+    return refused
+
+
 def request_of(messages: Sequence[Message]) -> str:
     """The person's request this turn: their last message that is not the loop's."""
     start = current_turn_start(messages)
@@ -161,6 +240,24 @@ def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> Tool
 
     kept = {k: v for k, v in call.arguments.items() if k in required or not made_up(v)}
     return call if len(kept) == len(call.arguments) else ToolCall(call.id, call.name, kept)
+
+
+@dataclass(frozen=True)
+class Licence:
+    """The last rule as the writing of one step's calls applies it: each whole call's
+    verdict (`refusal`), and the tools whose calls it refuses by name (`refused_by_name`),
+    before their arguments are written."""
+
+    tools: Sequence[ToolSpec]
+    messages: Sequence[Message]
+    by_name: Mapping[str, str]
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolSpec], messages: Sequence[Message]) -> Licence:
+        return cls(tools, messages, refused_by_name(tools, messages))
+
+    def refusal(self, call: ToolCall) -> str | None:
+        return refusal_of(call, self.tools, self.messages)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from desktop.core.events import ProviderEvent
 from desktop.core.messages import Message
 from desktop.core.providers.base import Constrained, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
-from desktop.core.tracks.asking import Judge, constrained_calls
+from desktop.core.tracks.asking import constrained_calls
 from desktop.core.tracks.gate import Call, ConstrainedCalls
-from desktop.core.tracks.licence import Refusal, after_a_result, licensed, tools_about
+from desktop.core.tracks.licence import Licence, Refusal, after_a_result, licensed, tools_about
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ async def persons_calls(
     options: RequestOptions,
     history: list[Message],
     known: Sequence[str],
-    judge: Judge,
+    judge: Licence,
 ) -> PersonsCalls:
     """`history`: the step's prompt, as the track built it (in its form of the tool
     prompt)."""

@@ -2,8 +2,15 @@ import json
 
 import pytest
 
-from desktop.core.tracks.asking import ListItems
+from desktop.core.messages import Message
+from desktop.core.providers.base import Constrained, RequestOptions
+from desktop.core.tools.builtin.calculator import CALCULATOR
+from desktop.core.tracks.asking import ListItems, constrained_calls
+from desktop.core.tracks.gate import ConstrainedCalls
 from desktop.core.tracks.holdback import ProseGate
+from desktop.core.tracks.licence import Licence
+from tests.core.tracks.samples import CLOCK, SEARCH
+from tests.support.fakes import ScriptedProvider, Step
 
 CALLS = [
     {"name": "search", "arguments": {"query": 'a "quoted" {brace} [and] \\ slash'}},
@@ -40,8 +47,52 @@ def test_a_call_nested_past_the_parsers_depth_is_left_to_validation() -> None:
 
     accepted: list[str] = []
     refused: list[Refusal] = []
-    assert not _judged([deep], lambda call: "never asked", accepted, refused)
+    licence = Licence([SEARCH], [Message.user("Hi")], {})
+    assert not _judged([deep], licence, accepted, refused)
     assert accepted == [deep] and refused == []
+
+
+def test_the_item_being_written_is_known_as_it_streams() -> None:
+    items = ListItems()
+    items.feed('[{"name": "calc')
+    assert items.unfinished == '{"name": "calc'
+    items.feed('ulator", "arguments": {}}, ')
+    assert items.unfinished == ""
+
+
+async def write(request: str, chunks: list[str]) -> tuple[ScriptedProvider, ConstrainedCalls]:
+    """The calls written under the grammar, weighed, judged by the licence of `request`."""
+    tools = [CALCULATOR, CLOCK]
+    provider = ScriptedProvider([Step(chunks=chunks, chosen=[(c, 0.99) for c in chunks])])
+    licence = Licence.of(tools, [Message.user(request)])
+    part = Constrained(None, weigh=True)
+    written = await constrained_calls(
+        provider, [], tools, RequestOptions(), part, [t.name for t in tools], licence
+    )
+    return provider, written
+
+
+async def test_the_writing_stops_at_the_name_of_a_tool_no_call_to_which_could_be_theirs() -> None:
+    """For "Who painted the Mona Lisa?" a calculator call holds only arithmetic: refused at
+    its name, its arguments are never written, and nothing was weighed."""
+    chunks = ['[{"name": ', '"calculator"', ', "arguments": {"expression": ', '"23 * 19"}}]']
+    provider, written = await write("Who painted the Mona Lisa?", chunks)
+    assert written.calls == [] and [r.name for r in written.refused] == ["calculator"]
+    assert written.refused[0].reason.endswith("its arguments could hold nothing the person said")
+    assert written.arguments is None
+    assert provider.closed_early == 1 and written.raw == '[{"name": "calculator"'
+    # A number said: the call could be theirs, and is written and weighed whole.
+    provider, written = await write("Is 23 * 19 more than 400?", chunks)
+    assert [c.name for c in written.calls] == ["calculator"] and written.arguments == 0.99
+
+
+async def test_calls_before_one_refused_by_its_name_are_kept_and_weighed() -> None:
+    chunks = ['[{"name": "calculator", "arguments": {"expression": "3 * 4"}}, ',
+              '{"name": "current_time"', ', "arguments": {}}]']  # fmt: skip
+    provider, written = await write("What is 3 * 4?", chunks)
+    assert [c.name for c in written.calls] == ["calculator"]
+    assert [r.name for r in written.refused] == ["current_time"]
+    assert written.arguments == 0.99 and provider.closed_early == 1
 
 
 def test_the_grammar_writes_only_arguments_its_schema_allows() -> None:

@@ -1,3 +1,4 @@
+import asyncio
 from typing import Any
 
 import pytest
@@ -868,6 +869,10 @@ async def test_a_greeting_is_answered_in_words_without_asking_for_a_call() -> No
     assert reply.record.reason == "the request says nothing a call could take"
 
 
+# A number said: a calculator call could hold it, so the free answer's is read whole.
+THANKS = "Thanks for the 3 tips!"
+
+
 async def test_a_made_up_call_is_judged_as_the_free_answer_wrote_it() -> None:
     """The free answer's call to a tool the request is not about is read to its end and
     judged there: no call is written under the grammar to be left out after."""
@@ -877,7 +882,7 @@ async def test_a_made_up_call_is_judged_as_the_free_answer_wrote_it() -> None:
     provider = ScriptedProvider(
         [Step(chunks=made_up), Step(chunks=["You're welcome!"])], constrains_json=True
     )
-    text, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "Thanks a lot!", GREEDY)
+    text, reply = await constrained_run(provider, [CALCULATOR, CLOCK], THANKS, GREEDY)
     assert "".join(text) == "You're welcome!" and reply.tool_calls == []
     assert [r.options.json_schema for r in provider.requests] == [None, None]
     assert provider.closed_early == 1  # at the call's end, before the list closed
@@ -898,7 +903,7 @@ async def test_a_call_the_grammar_would_write_otherwise_is_written_under_it() ->
         [Step(chunks=[free]), Step(chunks=[made_up]), Step(chunks=["You're welcome!"])],
         constrains_json=True,
     )
-    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks a lot!", GREEDY)
+    text, reply = await constrained_run(provider, [CALCULATOR], THANKS, GREEDY)
     assert "".join(text) == "You're welcome!" and reply.tool_calls == []
     assert provider.requests[1].options.json_schema is not None
     assert reply.record is not None
@@ -925,12 +930,31 @@ async def test_a_call_read_whole_is_bounded_and_a_bad_one_goes_the_usual_way(
         [Step(chunks=hostile), Step(chunks=[made_up]), Step(chunks=["You're welcome!"])],
         constrains_json=True,
     )
-    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks a lot!", GREEDY)
+    text, reply = await constrained_run(provider, [CALCULATOR], THANKS, GREEDY)
     assert "".join(text) == "You're welcome!" and reply.tool_calls == []
     assert provider.requests[1].options.json_schema is not None
     assert provider.closed_early == 2  # the free answer at the lookahead, the calls at the first
     assert reply.record is not None
     assert reply.record.reason == "the call copies an example of calculator"
+
+
+async def test_a_call_no_call_to_which_could_be_theirs_is_not_read_past_its_name() -> None:
+    """ "Who painted the Mona Lisa?" holds nothing the calculator's arithmetic could: its
+    call is left out at its name; the rest of it, which never comes here, is not awaited."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+
+    provider = ScriptedProvider(
+        [Step(chunks=['[{"name": "calculator"'], hang=True), Step(chunks=["Leonardo."])],
+        constrains_json=True,
+    )
+    run = constrained_run(provider, [CALCULATOR], "Who painted the Mona Lisa?", GREEDY)
+    text, reply = await asyncio.wait_for(run, 10)
+    assert "".join(text) == "Leonardo." and reply.tool_calls == []
+    assert [r.options.json_schema for r in provider.requests] == [None, None]
+    assert reply.record is not None and reply.record.reason == (
+        "the request is not about calculator, and its arguments could hold nothing the "
+        "person said (as the answer named it)"
+    )
 
 
 async def test_a_call_about_its_tool_is_not_read_past_its_name() -> None:

@@ -26,6 +26,7 @@ from desktop.core.tracks.gate import (
     Spoken,
     decide,
 )
+from desktop.core.tracks.licence import Refusal
 from tests.core.tracks.samples import CLOCK, SEARCH
 
 FIRST = [Message.user("Search for rust")]
@@ -39,6 +40,18 @@ CALLED = Opened(True, "search")
 MADE_UP = Opened(True, "search", whole=ToolCall("", "search", {"query": "python"}))
 PROSE = Opened(False, prose="Rust is a language.")
 CALIBRATED = "calibrated 2026-12-04"
+BOTH = frozenset({"search", "current_time"})
+# The sample clock takes no arguments: for a request about no tool, none of its calls could
+# be the person's, and the free answer is not read past its name.
+CLOCK_BY_NAME = frozenset({"current_time"})
+NO_CLOCK = (
+    "the request is not about current_time, and its arguments could hold nothing the person said"
+)
+
+
+# The writing stopped at the first call's name: nothing weighed (see asking.constrained_calls).
+REFUSED_AT_NAME = ConstrainedCalls([], [], '[{"name": "current_time"', "stop", None, [],
+                                   [Refusal("current_time", NO_CLOCK)])  # fmt: skip
 
 
 def written(arguments: float | None = None) -> ConstrainedCalls:
@@ -112,25 +125,37 @@ ROWS = [
         "the request says nothing a call could take"),
     Row("a call read whole that is not the person's: words, no odds asked", UNFIT, bars(),
         [MADE_UP],
-        [Free(read_whole=frozenset({"search", "current_time"}))], Plain,
+        [Free(read_whole=BOTH, stop_at=CLOCK_BY_NAME)], Plain,
         "the request is not about search, and the call's values are not the person's"
         " (as the answer wrote it)"),
     Row("a call read whole that is the person's: weighed as any other", UNFIT, bars(),
         [Opened(True, "search", whole=ToolCall("", "search", {"query": "joke"})),
          Odds(0.95, True)],
-        [Free(read_whole=frozenset({"search", "current_time"})), Probe()], Call,
+        [Free(read_whole=BOTH, stop_at=CLOCK_BY_NAME), Probe()], Call,
         "the odds of a call reached the bar"),
     Row("later, a call read whole that is not the person's: judged once the gate says call",
         UNFIT_LATER, bars(later=0.6), [MADE_UP, Odds(0.7, True)],
-        [Free(hold_prose=True, read_whole=frozenset({"search", "current_time"})), Probe()],
+        [Free(hold_prose=True, read_whole=BOTH, stop_at=CLOCK_BY_NAME), Probe()],
         Plain, "the request is not about search, and the call's values are not the person's"
         " (as the answer wrote it)"),
     Row("later, under its bar: the turn alone's sure call is made, not the one read whole",
         UNFIT_LATER, bars(later=0.6, arguments=0.95),
         [MADE_UP, Odds(0.5, True), Odds(0.7, True), written(0.99)],
-        [Free(hold_prose=True, read_whole=frozenset({"search", "current_time"})), Probe(),
+        [Free(hold_prose=True, read_whole=BOTH, stop_at=CLOCK_BY_NAME), Probe(),
          Probe(alone=True), Constrained("search", weigh=True, alone=True)], Call,
         "under the bar, but sure of its arguments", check={"written": written(0.99)}),
+    Row("a call to a tool refused by its name: not read past the name, words", UNFIT, bars(),
+        [Opened(True, "current_time")], [Free(read_whole=BOTH, stop_at=CLOCK_BY_NAME)], Plain,
+        f"{NO_CLOCK} (as the answer named it)"),
+    Row("under the bar, every call weighed left out: words, and why", UNFIT,
+        bars(arguments=0.95), [Odds(0.3, False), Opened(True, "current_time"), REFUSED_AT_NAME],
+        [Probe(opening=True), Free(), Constrained("current_time", weigh=True)], Plain, NO_CLOCK,
+        sampled=True),
+    Row("later, the turn alone's call refused by its name: the held prose goes on", UNFIT_LATER,
+        bars(arguments=0.95), [PROSE, Odds(0.7, True), REFUSED_AT_NAME],
+        [Free(hold_prose=True, read_whole=BOTH, stop_at=CLOCK_BY_NAME), Probe(alone=True),
+         Constrained(None, weigh=True, alone=True)], Spoken,
+        "the call gate said no call, for the turn alone"),
     Row("a sampled free answer is not judged as written", UNFIT, bars(),
         [Odds(0.3, False), CALLED, ], [Probe(opening=True), Free()], Plain,
         "the call gate said no call", sampled=True),

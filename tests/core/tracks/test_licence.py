@@ -9,6 +9,7 @@ from desktop.core.tracks.licence import (
     content,
     licensed,
     refusal,
+    refused_by_name,
     tool_words,
     trimmed,
     values_of,
@@ -132,3 +133,84 @@ def test_arguments_nested_however_deep_are_read_without_recursion() -> None:
     for _ in range(100_000):
         nested = [nested]
     assert values_of({"city": nested, "days": {"n": 3}}) == {"pari", "3"}
+
+
+def test_a_tool_whose_arguments_could_hold_nothing_said_is_refused_by_name() -> None:
+    """The calculator's expression holds only arithmetic: for a request with no number
+    that is about no offered tool, no call to it could be the person's. The clock's time
+    zone and the chart's title are free text, which could hold what was said."""
+    tools = [CALCULATOR, CURRENT_TIME, CREATE_CHART]
+    mona_lisa = [Message.user("Who painted the Mona Lisa?")]
+    refused = refused_by_name(tools, mona_lisa)
+    assert list(refused) == ["calculator"]
+    assert refused["calculator"] == (
+        "the request is not about calculator, and its arguments could hold nothing the person said"
+    )
+    # Every call to it the writing would make is one the last rule leaves out.
+    for expression in ("23 * 19", "1 + 1", "eee"):
+        assert refusal(call("calculator", expression=expression), CALCULATOR, mona_lisa)
+
+
+def test_a_number_said_a_request_about_the_tool_or_a_result_lets_a_call_be_theirs() -> None:
+    tools = [CALCULATOR, CURRENT_TIME, CREATE_CHART]
+    assert refused_by_name(tools, [Message.user("And if I divide that by 2?")]) == {}
+    # About a tool (the chart's "bar"): its calls are judged whole, and so are the others'.
+    assert refused_by_name(tools, [Message.user("Which bar sold best?")]) == {}
+    read = call("read_file", path="data.txt")
+    after = [
+        Message.user("Who wrote data.txt?"),
+        Message.assistant("", [read]),
+        Message.tool(read.id, "read_file", "6 and 7"),
+    ]
+    assert refused_by_name(tools, after) == {}
+
+
+def test_only_a_schema_read_plainly_can_refuse_a_tool_by_name() -> None:
+    from desktop.core.tool_spec import ToolSpec
+
+    def tool(spec: dict[str, object], **more: object) -> ToolSpec:
+        return ToolSpec("tally", "Add up", {"type": "object", "properties": {"x": spec}, **more})
+
+    said = [Message.user("Who painted the Mona Lisa?")]
+    never = [
+        tool({"type": "integer"}),
+        tool({"type": "array", "items": {"type": "number"}}),
+        tool({"type": ["number", "null"]}),
+        tool({"type": "boolean"}),
+        tool({"type": "string", "pattern": "^[0-9.eE+-]+$"}),  # words of "e" alone
+        tool({"enum": ["red", "blue"]}),
+    ]
+    for spec in never:
+        assert list(refused_by_name([spec], said)) == ["tally"], spec.parameters
+    could = [
+        tool({"type": "string"}),
+        tool({"type": "string", "pattern": "^[a-z ]+$"}),  # "paint" fits
+        tool({"type": "string", "pattern": "^(?:mona|lisa)$"}),  # not read: it could
+        tool({"type": "object"}),
+        tool({"anyOf": [{"type": "integer"}]}),
+        tool({"type": "array", "items": {"type": "string"}}),
+        tool({"enum": ["Lisa", "Mona"]}),
+        tool({"type": "integer"}, additionalProperties=True),
+        tool({"type": "array", "items": _nested(20)}),
+    ]
+    for spec in could:
+        assert refused_by_name([spec], said) == {}, spec.parameters
+    # Patterns the tool's own check would refuse or warn of are not read either.
+    from desktop.core.tracks.licence import _string_could_hold
+
+    for pattern in ("^[[]+$", "^[a--z]+$", "^[z-a]+$"):
+        assert _string_could_hold(pattern, set(), {"paint"}), pattern
+    # Two letters may spell a word whose stem was said; one spells only itself.
+    assert _string_could_hold("^[ab]+$", set(), {"paint"})
+    assert _string_could_hold("^[0-9e]+$", set(), {"eee"})
+    assert not _string_could_hold("^[0-9e]+$", set(), {"paint"})
+    assert _string_could_hold("^[0-9e]+$", {"7"}, {"paint"})
+
+
+def _nested(depth: int) -> dict[str, object]:
+    """An array schema nested `depth` deep, of integers at the bottom: past the depth read,
+    it could hold anything."""
+    schema: dict[str, object] = {"type": "integer"}
+    for _ in range(depth):
+        schema = {"type": "array", "items": schema}
+    return schema

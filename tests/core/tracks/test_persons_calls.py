@@ -11,6 +11,7 @@ from desktop.core.providers.base import RequestOptions
 from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import chart_tool
 from desktop.core.tracks.constrained import ConstrainedTools
+from desktop.core.tracks.licence import Licence
 from desktop.core.tracks.prompt import emulated_history
 from desktop.core.tracks.step_calls import call_schema
 from tests.support.fakes import ScriptedProvider, Step
@@ -92,9 +93,10 @@ async def test_calls_written_unpinned_are_written_again_too() -> None:
     messages = [Message.user(SALES), Message.assistant("Noted."),
                 Message.user("What were the total sales?")]  # fmt: skip
     history = emulated_history(messages, [CHART, CALCULATOR])
+    nothing_refused = Licence([CHART, CALCULATOR], messages, {})
     made = await persons_calls(provider, decision, messages, [CHART, CALCULATOR],
                                RequestOptions(0), history, ["create_chart", "calculator"],
-                               lambda call: None)  # fmt: skip
+                               nothing_refused)  # fmt: skip
     assert made.redirected == "calculator" and [c.name for c in made.written.calls] == [
         "calculator"
     ]
