@@ -61,10 +61,10 @@ class ListItems:
     _escaped: bool = False
     _start: int | None = None
 
-    @property
-    def unfinished(self) -> str:
-        """The item being written, as far as it is (empty between items)."""
-        return "" if self._start is None else self.text[self._start :]
+    def opening(self, limit: int) -> str:
+        """The first `limit` characters of the item being written (empty between items):
+        read on every token, so never the whole of a long one."""
+        return "" if self._start is None else self.text[self._start : self._start + limit]
 
     def feed(self, chunk: str) -> list[str]:
         done: list[str] = []
@@ -104,10 +104,10 @@ def _judged(items: list[str], judge: Licence, accepted: list[str], refused: list
     return False
 
 
-def _refused_by_name(unfinished: str, judge: Licence) -> Refusal | None:
+def _refused_by_name(opening: str, judge: Licence) -> Refusal | None:
     """The call being written, refused once it has named a tool the licence refuses by
     name alone (the grammar writes the name first)."""
-    named = _LEADING_NAME.match(unfinished)
+    named = _LEADING_NAME.match(opening)
     why = judge.by_name.get(named.group(1)) if named else None
     return Refusal(named.group(1), why) if named and why else None
 
@@ -227,9 +227,9 @@ async def constrained_calls(
                 text.append(event.text)
                 if judge is not None and _judged(items.feed(event.text), judge, accepted, refused):
                     break
-                early = (
-                    _refused_by_name(items.unfinished, judge) if judge and judge.by_name else None
-                )
+                early = None
+                if judge is not None and judge.by_name:
+                    early = _refused_by_name(items.opening(NAME_LOOKAHEAD), judge)
                 if early is not None:
                     refused.append(early)
                     unweighed = not accepted

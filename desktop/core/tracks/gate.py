@@ -248,7 +248,8 @@ def decide(
     greedy = probed is not None and probed.opens
     read_whole = frozenset() if measuring or look_again or (sampled and not greedy) else (
         judged_as_written(messages, tools))  # fmt: skip
-    by_name = {n: why for n, why in refused_by_name(tools, messages).items() if n in read_whole}
+    by_name = refused_by_name(tools, messages) if read_whole else {}
+    by_name = {name: why for name, why in by_name.items() if name in read_whole}
     opened = yield from _read(Free(greedy, looking, read_whole, frozenset(by_name)))
     looking = looking and not opened.thought
     judged: CallGate | None = None

@@ -135,13 +135,11 @@ def _could_hold(schema: Any, numbers: set[str], words: set[str], depth: int = 0)
     options = schema.get("enum", [schema["const"]] if "const" in schema else None)
     if isinstance(options, list):
         return bool(values_of(options) & (numbers | words))
-    kinds = schema.get("type")
-    kinds = {kinds} if isinstance(kinds, str) else kinds
-    if not isinstance(kinds, (set, list)) or not set(kinds) <= {
-        "number", "integer", "boolean", "null", "string", "array",
-    }:  # fmt: skip
+    kind = schema.get("type")
+    kinds = {kind} if isinstance(kind, str) else set(kind) if isinstance(kind, list) else None
+    if kinds is None or not kinds <= {"number", "integer", "boolean", "null", "string", "array"}:
         return True
-    held = bool(numbers) and bool({"number", "integer"} & set(kinds))
+    held = bool(numbers) and bool({"number", "integer"} & kinds)
     if "string" in kinds:
         held = held or _string_could_hold(schema.get("pattern"), numbers, words)
     if "array" in kinds:

@@ -55,9 +55,10 @@ def test_a_call_nested_past_the_parsers_depth_is_left_to_validation() -> None:
 def test_the_item_being_written_is_known_as_it_streams() -> None:
     items = ListItems()
     items.feed('[{"name": "calc')
-    assert items.unfinished == '{"name": "calc'
+    assert items.opening(300) == '{"name": "calc'
+    assert items.opening(4) == '{"na'  # however long the item grows
     items.feed('ulator", "arguments": {}}, ')
-    assert items.unfinished == ""
+    assert items.opening(300) == ""
 
 
 async def write(request: str, chunks: list[str]) -> tuple[ScriptedProvider, ConstrainedCalls]:
