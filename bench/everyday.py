@@ -132,6 +132,9 @@ async def converse(
     session: Session, conversation: dict[str, Any], warm_up: bool = True
 ) -> list[Turn]:
     cid = session.new_conversation()
+    if warm_up:  # as the window does when a chat opens, while the person types
+        session.read_ahead(cid)
+        await session.warm_up.settled()
     turns = []
     for line in conversation["turns"]:
         expected = Expected.from_dict(line)

@@ -17,24 +17,23 @@ from desktop.core.connector import Connector
 from desktop.core.documents.index import DocumentIndex
 from desktop.core.documents.library import DocumentLibrary
 from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
-from desktop.core.events import Event, TextDelta
-from desktop.core.loop import LoopSettings, run_turn
-from desktop.core.messages import Image, Message, MessageMeta, ToolCall
-from desktop.core.providers.base import Provider, ProviderError, RequestOptions
+from desktop.core.events import Event
+from desktop.core.messages import Image, Message
+from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.discovery import Found, discover
 from desktop.core.providers.registry import ProbingProvider
 from desktop.core.runtime import LlamaServer, bundled_model_available
-from desktop.core.storage.chats import ChatStore, title_from
+from desktop.core.session_turn import read_ahead, session_turn
+from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.presets import Preset, PresetBook
 from desktop.core.storage.servers import in_use, settings_for
 from desktop.core.storage.settings import Settings, save_settings
-from desktop.core.tools.catalog import ToolCatalog, trusted
+from desktop.core.tools.catalog import ToolCatalog
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.selection import Offer
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
 from desktop.core.tracing import TurnTrace
-from desktop.core.tracks.fitting import FittedHistory
 from desktop.core.warm_up import PromptWarmUp
 
 
@@ -214,6 +213,12 @@ class Session:
             self.store.set_system_prompt(conversation_id, default.system_prompt, default.name)
         return conversation_id
 
+    def read_ahead(self, conversation_id: int) -> None:
+        """Read the conversation's next prompt ahead while the person types (after each
+        turn it is; call this where nothing was: a chat opened, a model connected or
+        calibrated). Not while a calibration goes on; a turn stops it."""
+        read_ahead(self, conversation_id)
+
     def preset_of(self, conversation_id: int) -> Preset | None:
         return self.presets.get(self.store.system_prompt(conversation_id)[1])
 
@@ -266,7 +271,7 @@ class Session:
         await self.connect_for(conversation_id)
         async with aclosing(
             self.backend.paused_calibration(
-                self._turn(conversation_id, Message.user(text, list(images)), approver)
+                session_turn(self, conversation_id, Message.user(text, list(images)), approver)
             )
         ) as events:
             async for event in events:
@@ -302,7 +307,7 @@ class Session:
         self._conversations.pop(conversation_id, None)
         try:
             async with aclosing(
-                self.backend.paused_calibration(self._turn(conversation_id, None, approver))
+                self.backend.paused_calibration(session_turn(self, conversation_id, None, approver))
             ) as events:
                 async for event in events:
                     yield event
@@ -315,86 +320,3 @@ class Session:
         if self.store.head(conversation_id) == rewound:
             self.store.rewind(conversation_id, shown)
             self._conversations.pop(conversation_id, None)
-
-    async def _turn(
-        self, conversation_id: int, user: Message | None, approver: Approver | None
-    ) -> AsyncGenerator[Event, None]:
-        """A turn after the shown branch: with the person's new message `user`, or (None)
-        answering the branch's last question again."""
-        await self.warm_up.stop()  # the server reads this turn's requests at once
-        backend = self.backend
-        assert backend.active is not None and backend.traced is not None
-        await backend.ensure_runtime()
-        conversation = self.conversation(conversation_id)
-        if user is not None:
-            conversation.append(user)
-            self.store.append(conversation_id, user)
-            if not any(m.role == "user" for m in conversation[:-1]):
-                self.store.rename(conversation_id, title_from(user.text))
-        text = next((m.text for m in reversed(conversation) if m.role == "user"), "")
-        stored = len(conversation)
-        preset = self.preset_of(conversation_id)
-        active, track = backend.active, self.connection.track
-        if preset is not None and preset.track and preset.track != self.settings.track:
-            active, track = backend.on_track(preset.track)
-        trace = backend.traced.start_turn(track)
-        self.traces.setdefault(conversation_id, []).append(trace)
-        temperature = self.settings.temperature
-        if preset is not None and preset.temperature is not None:
-            temperature = preset.temperature
-        options = RequestOptions(temperature=temperature)
-        settings = LoopSettings(max_tool_calls=self.settings.max_tool_calls, options=options)
-
-        async def approve(call: ToolCall, tool: Tool) -> bool:
-            if trusted(self.settings, tool):
-                return True
-            return approver is not None and await approver(call, tool)
-
-        offer = self.offer(conversation, text)
-        collections = self.store.collections(conversation_id)
-        if collections is None and preset is not None:
-            collections = preset.collections
-        if self.library is not None:  # the conversation's (or its preset's) collections
-            offer = self.library.narrowed(offer, collections)
-        if offer.selected:
-            trace.offer = offer.to_dict()
-        tools_on = preset is None or preset.tools
-        tools = offer.tools if tools_on else []
-        if user is not None and tools_on and self.library is not None:
-            searched = self.library.searched_first(
-                text, conversation, offer.tools, self.settings, collections
-            )
-            async for event in searched:
-                trace.record(event)  # before the first request: the trace keeps it apart
-                tools = [t for t in tools if t.name != SEARCH_DOCUMENTS]  # searched: not again
-                yield event
-        turn = run_turn(  # bounded to the model's context; each step's gate record kept
-            FittedHistory(backend.traced.observe(active), self.context_size),
-            Toolbox(tools),
-            conversation,
-            settings=settings,
-            dedupe=self.dedupe,
-            approver=approve,
-        )
-        # Text shown but not yet a message: kept if the turn stops mid-step (it was seen).
-        partial = ""
-        try:
-            async with aclosing(turn) as events:
-                async for event in events:
-                    trace.record(event)
-                    if len(conversation) > stored:
-                        for message in conversation[stored:]:
-                            self.store.append(conversation_id, message)
-                        stored, partial = len(conversation), ""
-                    if isinstance(event, TextDelta):
-                        partial += event.text
-                    yield event
-            if backend.calibrator is None:  # its requests would take the slots read ahead
-                ahead = FittedHistory(active, self.context_size)  # untraced: not this turn's
-                self.warm_up.start(ahead, conversation, offer.tools if tools_on else [], options)
-        finally:
-            if partial.strip():
-                cut = Message.assistant(partial)
-                cut.meta = MessageMeta(stopped=True)
-                conversation.append(cut)
-                self.store.append(conversation_id, cut)

@@ -173,6 +173,12 @@ class ChatController(QObject):
         """A short job beside the turn (reading an attachment): stopped with the window."""
         self.tasks.start(work)
 
+    def read_ahead(self, conversation_id: int | None) -> None:
+        """Read the shown conversation's next prompt ahead while the person types (see
+        `Session.read_ahead`), where no turn or calibration has the server."""
+        if conversation_id is not None and not self.busy and not self.calibrating:
+            self.session.read_ahead(conversation_id)
+
     # --- calibration --------------------------------------------------------------------
 
     @property

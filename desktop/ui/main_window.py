@@ -228,6 +228,7 @@ class MainWindow(QMainWindow):
         self._problems_said = connection.problems or self._problems_said
         if connection.ok:
             self.pane.show_chat(True)
+            self.controller.read_ahead(self.conversation_id)  # connected, or calibrated
         elif connection.message != "Connecting…":
             self.first_run.reason.setText(connection.message)
             self.pane.show_chat(False)
@@ -257,6 +258,7 @@ class MainWindow(QMainWindow):
         self.sidebar.mark_current(conversation_id)
         self.pane.open(conversation_id)
         self.inspector.set_traces(self.session.traces.get(conversation_id, []))
+        self.controller.read_ahead(conversation_id)
 
     def rename_conversation(self) -> None:
         self.sidebar.rename()

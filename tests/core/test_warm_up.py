@@ -150,3 +150,50 @@ async def test_nothing_is_read_ahead_while_a_calibration_goes_on(tmp_path: Path)
     await session.warm_up.settled()
     assert len(provider.requests) == 1
     await session.close()
+
+
+# --- a chat's first prompt, read ahead where no turn has ----------------------------------
+
+
+async def test_a_chat_opened_is_read_ahead_before_its_first_message(tmp_path: Path) -> None:
+    """A model just connected or calibrated has nothing of the chat's prompt in its cache:
+    read while the person types, the first message waits for its own words alone. The
+    tools the turn offers are in it (on the emulated track, its tool prompt)."""
+    from tests.core.tracks.samples import CLOCK
+
+    store = ChatStore(tmp_path / "chats.db")
+    session = Session(Settings(), store, SecretStore(), tools=[CLOCK])
+    provider = ScriptedProvider(["x", "It is noon."], caches_prompt=True)
+    session.use_provider(provider)
+    c = store.create_conversation()
+    session.set_system_prompt(c, "Be brief.")
+    session.read_ahead(c)
+    await session.warm_up.settled()
+    (warm,) = provider.requests
+    assert warm.options.warm_up and warm.options.max_tokens == 1
+    (role, system), asked = sent(warm)
+    assert role == "system" and system.startswith("Be brief.") and "current_time" in system
+    assert asked == ("user", "")
+    await run(session, c, "What time is it?")
+    first = provider.requests[1]
+    assert sent(first)[:-1] == sent(warm)[:-1]
+    assert sent(first)[-1] == ("user", "What time is it?")
+    await session.close()
+
+
+async def test_nothing_is_read_ahead_for_a_chat_unconnected_or_calibrating(
+    tmp_path: Path,
+) -> None:
+    from desktop.core.calibration.calibrator import Calibrator
+
+    store = ChatStore(tmp_path / "chats.db")
+    unconnected = Session(Settings(), store, SecretStore(), tools=[])
+    unconnected.read_ahead(store.create_conversation())  # no model: nothing, no error
+    await unconnected.warm_up.settled()
+    await unconnected.close()
+    session, provider, c = session_over(tmp_path / "calibrating", "x")
+    session.backend.calibrator = Calibrator(provider, [], "scripted model")
+    session.read_ahead(c)
+    await session.warm_up.settled()
+    assert provider.requests == []
+    await session.close()

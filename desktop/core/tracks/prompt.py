@@ -49,12 +49,16 @@ def first_step_prompts(
 ) -> list[tuple[list[Message], Aside | None]]:
     """The prompts a turn's first step may read, for the server to read them ahead: the
     conversation's with the tools, and where the server keeps the answer in words in a
-    slot of its own (`slots` > 1), that one too."""
+    slot of its own (`slots` > 1), that one too; and where the turn asked alone has one
+    as well (`slots` > 2), its prompt up to the request (the system prompt and the tools,
+    which the first second look in a session would otherwise read whole)."""
     prompts: list[tuple[list[Message], Aside | None]] = [
         (emulated_history(messages, tools, form=form), None)
     ]
     if slots > 1:
         prompts.append((emulated_history(messages, []), "in words"))
+    if slots > 2:
+        prompts.append((emulated_history(split_turns(messages)[1], tools, form=form), "turn alone"))
     return prompts
 
 

@@ -1080,7 +1080,7 @@ EARLIER = [
 
 async def read_ahead(slots: int) -> ScriptedProvider:
     provider = ScriptedProvider(
-        ["x", "x"], capabilities=Capabilities(slots=slots), constrains_json=True,
+        ["x", "x", "x"], capabilities=Capabilities(slots=slots), constrains_json=True,
         reports_token_odds=True, takes_grammar=True,
     )  # fmt: skip
     asked = RequestOptions(max_tokens=1, temperature=0, warm_up=True)
@@ -1091,13 +1091,14 @@ async def read_ahead(slots: int) -> ScriptedProvider:
 
 
 async def test_the_warm_up_reads_the_prompts_a_turns_first_step_reads() -> None:
-    """The conversation's prompt with the tools (the free answer's), and the one in words
-    (an answer without the tools, in a slot of its own): equal to what the next turn sends
-    up to its request, so the server reads only that."""
+    """The conversation's prompt with the tools (the free answer's), the one in words
+    (an answer without the tools) and the turn alone's (the second look's), each in a
+    slot of its own: equal to what the next turn sends up to its request, so the server
+    reads only that."""
     provider = await read_ahead(slots=3)
-    main, in_words = provider.requests
-    assert (main.options.aside, in_words.options.aside) == (None, "in words")
-    assert main.tools == in_words.tools == []  # the emulated prompt carries the tools
+    main, in_words, alone = provider.requests
+    assert [r.options.aside for r in provider.requests] == [None, "in words", "turn alone"]
+    assert main.tools == in_words.tools == alone.tools == []  # the prompts carry the tools
     assert "It is 12:30." in main.messages[0].text  # the ended turn is in the transcript
     # The next turn: its free answer names no offered tool, and is answered in words.
     after = ScriptedProvider(
@@ -1112,6 +1113,27 @@ async def test_the_warm_up_reads_the_prompts_a_turns_first_step_reads() -> None:
     for warm, asked in ((main, free), (in_words, plain)):
         assert warm.messages[:-1] == asked.messages[:-1]
         assert (warm.messages[-1].text, asked.messages[-1].text) == ("", "Tell me a joke.")
+    # A turn whose call is under its bar in context, so the turn is asked alone.
+    script: list[Script] = [
+        Step(chunks=['{"name": "search"']), Step(odds=[("{", 0.5)]), Step(odds=[("{", 0.95)]),
+        Step(chunks=[CALL]),
+    ]  # fmt: skip
+    looking = ScriptedProvider(script, capabilities=Capabilities(slots=3),
+                               constrains_json=True, reports_token_odds=True)  # fmt: skip
+    request = [*EARLIER, Message.user("Search for rust")]
+    [e async for e in gated(looking, 0.9, 0.6).stream(request, [SEARCH, CLOCK], GREEDY)]
+    looked = looking.requests[2]
+    assert looked.options.aside == "turn alone"
+    assert alone.messages[:-1] == looked.messages[:-1]
+    assert (alone.messages[-1].text, looked.messages[-1].text) == ("", "Search for rust")
+    assert "It is 12:30." not in alone.messages[0].text  # no transcript: the turn alone
+
+
+async def test_with_two_slots_the_turn_alone_is_not_read_ahead() -> None:
+    """Its aside shares the second slot with the answer in words, which every turn may
+    read; reading both ahead, the second would push the first out."""
+    provider = await read_ahead(slots=2)
+    assert [r.options.aside for r in provider.requests] == [None, "in words"]
 
 
 async def test_with_one_slot_only_the_conversations_prompt_is_read_ahead() -> None:
