@@ -5,25 +5,53 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from desktop.core.connection import Connection
+from desktop.core.connector import Connector
+from desktop.core.documents.library import DocumentLibrary
 from desktop.core.documents.tool import NAME as SEARCH_DOCUMENTS
 from desktop.core.events import Event, TextDelta
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message, MessageMeta, ToolCall
 from desktop.core.providers.base import Provider, RequestOptions
-from desktop.core.storage.chats import title_from
+from desktop.core.storage.chats import ChatStore, title_from
 from desktop.core.storage.presets import Preset
+from desktop.core.storage.settings import Settings
 from desktop.core.tools.catalog import trusted
+from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.selection import Offer
 from desktop.core.tools.toolbox import Approver, Tool, Toolbox
+from desktop.core.tracing import TurnTrace
 from desktop.core.tracks.fitting import FittedHistory
-
-if TYPE_CHECKING:
-    from desktop.core.session import Session
+from desktop.core.warm_up import PromptWarmUp
 
 
-def track_of(session: Session, preset: Preset | None) -> tuple[Provider, str]:
+class TurnHost(Protocol):
+    """What of a session (`desktop.core.session.Session`) a turn uses."""
+
+    backend: Connector
+    settings: Settings
+    store: ChatStore
+    dedupe: Deduplicator
+    library: DocumentLibrary | None
+    traces: dict[int, list[TurnTrace]]
+    warm_up: PromptWarmUp
+
+    @property
+    def connection(self) -> Connection: ...
+
+    @property
+    def context_size(self) -> int: ...
+
+    def conversation(self, conversation_id: int) -> list[Message]: ...
+
+    def preset_of(self, conversation_id: int) -> Preset | None: ...
+
+    def offer(self, conversation: Sequence[Message], request: str) -> Offer: ...
+
+
+def track_of(session: TurnHost, preset: Preset | None) -> tuple[Provider, str]:
     """The provider a conversation's turns run on, and its track: the connection's, or its
     preset's own."""
     backend = session.backend
@@ -34,7 +62,7 @@ def track_of(session: Session, preset: Preset | None) -> tuple[Provider, str]:
 
 
 def offer_of(
-    session: Session, conversation_id: int, conversation: Sequence[Message], request: str
+    session: TurnHost, conversation_id: int, conversation: Sequence[Message], request: str
 ) -> tuple[Offer, Sequence[str] | None]:
     """The tools offered for `request`, and the collections the document search is over
     (the conversation's, else its preset's; None: every one)."""
@@ -48,7 +76,7 @@ def offer_of(
     return offer, collections
 
 
-def read_ahead(session: Session, conversation_id: int) -> None:
+def read_ahead(session: TurnHost, conversation_id: int) -> None:
     """Read the prompt the conversation's next turn starts with (see `PromptWarmUp`), where
     nothing has: a chat just opened, a model just connected, or one just calibrated, whose
     questions took the server's cache. Not while a calibration has the server."""
@@ -64,7 +92,7 @@ def read_ahead(session: Session, conversation_id: int) -> None:
 
 
 async def session_turn(
-    session: Session, conversation_id: int, user: Message | None, approver: Approver | None
+    session: TurnHost, conversation_id: int, user: Message | None, approver: Approver | None
 ) -> AsyncGenerator[Event, None]:
     """A turn after the shown branch: with the person's new message `user`, or (None)
     answering the branch's last question again."""
