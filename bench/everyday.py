@@ -42,6 +42,7 @@ from typing import Any
 
 from bench.accuracy import development_model
 from bench.everyday_checks import Expected, judge
+from desktop.core.calibration.card import Calibration
 from desktop.core.calibration.store import CalibrationStore
 from desktop.core.events import (
     ProviderEvent,
@@ -212,6 +213,16 @@ async def plain_answers(provider: Provider, turns: list[Turn], warm_up: bool = T
         turn.plain_seconds = time.perf_counter() - started
 
 
+def kept(path: Path | None, model_key: str) -> CalibrationStore:
+    """The calibrations, with the one kept in `path` (as `--calibration` wrote it) taken
+    for this server's model: the app after a restart, its model calibrated before."""
+    store = CalibrationStore(None)
+    if path is not None and path.exists():
+        card = Calibration.from_dict(json.loads(path.read_text()))
+        store.put(replace(card, model=model_key))
+    return store
+
+
 async def measure(
     url: str,
     label: str,
@@ -220,6 +231,7 @@ async def measure(
     plain: bool,
     only: str | None = None,
     warm_up: bool = True,
+    calibration: Path | None = None,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     base.model = (await base.list_models() or [""])[0]
@@ -228,11 +240,15 @@ async def measure(
     with tempfile.TemporaryDirectory() as scratch:
         store = ChatStore(Path(scratch) / "chats.db")
         session = Session(Settings(backend="llamacpp", url=url), store, SecretStore(),
-                          calibrations=CalibrationStore(None))  # fmt: skip
+                          calibrations=kept(calibration, f"llamacpp:{provider.label}"))  # fmt: skip
         session.use_provider(provider, "llamacpp")
         started = time.perf_counter()
-        card = await session.calibrate()
+        card = session.calibration
+        if card is None or session.needs_calibration():
+            card = await session.calibrate()
         calibration_s = time.perf_counter() - started
+        if calibration is not None and not calibration.exists():
+            calibration.write_text(json.dumps(card.to_dict()))
         print(f"{label}: calibrated in {calibration_s:.0f} s, bars {card.bar:.3f} / "
               f"{card.later_bar} / {card.arguments_bar}, tools as {card.tool_form} "
               f"{dict(card.form_scores)}", flush=True)  # fmt: skip
@@ -321,6 +337,12 @@ async def run() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("bench/results/everyday.md"))
     parser.add_argument("--conversation", help="only the conversation with this id")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="the model's calibration kept in this file: taken if it is there (no "
+        "calibration before the chats, as after a restart), else written",
+    )
     parser.add_argument("--server-log", type=Path, help="the built-in server's log, kept")
     parser.add_argument(
         "--server-args", default="", help="more arguments for the built-in server, e.g. '-np 1'"
@@ -348,6 +370,7 @@ async def run() -> None:
             not args.no_plain,
             args.conversation,
             warm_up=not args.no_warm_up,
+            calibration=args.calibration,
         )
     finally:
         if server is not None:
