@@ -175,8 +175,9 @@ class ChatController(QObject):
 
     def read_ahead(self, conversation_id: int | None) -> None:
         """Read the shown conversation's next prompt ahead while the person types (see
-        `Session.read_ahead`), where no turn or calibration has the server."""
-        if conversation_id is not None and not self.busy and not self.calibrating:
+        `Session.read_ahead`), where no turn has the server (nor a calibration: the session
+        knows, where the calibration's own task has not yet ended as it reports)."""
+        if conversation_id is not None and not self.busy:
             self.session.read_ahead(conversation_id)
 
     # --- calibration --------------------------------------------------------------------
