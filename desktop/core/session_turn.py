@@ -62,13 +62,16 @@ def track_of(session: TurnHost, preset: Preset | None) -> tuple[Provider, str]:
 
 
 def offer_of(
-    session: TurnHost, conversation_id: int, conversation: Sequence[Message], request: str
+    session: TurnHost,
+    conversation_id: int,
+    conversation: Sequence[Message],
+    request: str,
+    preset: Preset | None,
 ) -> tuple[Offer, Sequence[str] | None]:
     """The tools offered for `request`, and the collections the document search is over
-    (the conversation's, else its preset's; None: every one)."""
+    (the conversation's, else its `preset`'s; None: every one)."""
     offer = session.offer(conversation, request)
     collections = session.store.collections(conversation_id)
-    preset = session.preset_of(conversation_id)
     if collections is None and preset is not None:
         collections = preset.collections
     if session.library is not None:
@@ -85,7 +88,7 @@ def read_ahead(session: TurnHost, conversation_id: int) -> None:
         return
     conversation = session.conversation(conversation_id)
     preset = session.preset_of(conversation_id)
-    offered = offer_of(session, conversation_id, conversation, "")[0].tools
+    offered = offer_of(session, conversation_id, conversation, "", preset)[0].tools
     tools = offered if preset is None or preset.tools else []
     active = FittedHistory(track_of(session, preset)[0], session.context_size)
     session.warm_up.start(active, conversation, tools, RequestOptions())
@@ -123,7 +126,7 @@ async def session_turn(
             return True
         return approver is not None and await approver(call, tool)
 
-    offer, collections = offer_of(session, conversation_id, conversation, text)
+    offer, collections = offer_of(session, conversation_id, conversation, text, preset)
     if offer.selected:
         trace.offer = offer.to_dict()
     tools_on = preset is None or preset.tools
