@@ -19,6 +19,7 @@ from desktop.core.events import (
     ToolStarted,
     TurnFailed,
     TurnFinished,
+    TurnWarning,
     Usage,
 )
 from desktop.core.limits import parse_max_tool_calls
@@ -28,6 +29,8 @@ from desktop.core.providers.base import Capabilities, Provider
 from desktop.core.tools.dedupe import Deduplicator
 from desktop.core.tools.toolbox import Tool, Toolbox, ToolOutput
 from desktop.core.tracks.emulated import EmulatedTools
+from desktop.core.tracks.native import NativeTools
+from desktop.core.tracks.repeats import NOTICE
 from tests.support.fakes import Request, Script, ScriptedProvider, Step
 from tests.support.images import JPEG, PNG
 
@@ -95,6 +98,20 @@ async def test_plain_text_answer_takes_one_request() -> None:
     assert events[-1] == TurnFinished(0, "Paris.")
     assert len(inner.requests) == 1
     assert conversation[-1] == Message.assistant("Paris.")
+
+
+async def test_an_answer_that_loops_finishes_the_turn_with_its_first_saying() -> None:
+    """A model that says one line over and over would write until its budget ran out;
+    the turn ends with the line said once, a warning, and the request stopped."""
+    line = "Practise answering the common interview questions."
+    looping = ["Try this:\n", *(f"- {line}\n" for _ in range(40))]
+    natively = ScriptedProvider([Step(chunks=looping)])
+    for provider, inner in (emulated(Step(chunks=looping)), (NativeTools(natively), natively)):
+        events, conversation = await turn(provider, [Recorder().tool])
+        answer = f"Try this:\n- {line}\n"
+        assert events[-1] == TurnFinished(0, answer) and conversation[-1].text == answer
+        assert [e.message for e in events if isinstance(e, TurnWarning)] == [NOTICE]
+        assert inner.closed_early == 1
 
 
 async def test_literal_null_answer_is_the_text_null() -> None:

@@ -23,6 +23,7 @@ from desktop.core.events import (
     UsageReport,
 )
 from desktop.core.tracks.leaks import Leak, LeakGuard
+from desktop.core.tracks.repeats import NOTICE, RepeatGuard
 
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
@@ -150,12 +151,14 @@ class VisibleText:
         self.hold_calls = hold_calls
         # Where calls are read, the gate holds them; elsewhere one written out is a leak.
         self.guard = LeakGuard(calls=not hold_calls)
-        self.prose = ""  # all prose let through the guard
+        self.repeats = RepeatGuard()  # after the guard: it reads what the person may see
+        self.prose = ""  # all prose let through the guards
 
     @property
     def leak(self) -> Leak | None:
-        """Where one of Loomchat's own formats began: the answer ends there."""
-        return self.guard.leak
+        """Where one of Loomchat's own formats, or the model saying the same lines over
+        and over, began: the answer ends there."""
+        return self.guard.leak or self.repeats.cut
 
     def feed(self, text: str) -> list[ProviderEvent]:
         return self._shown(self.splitter.feed(text))
@@ -169,9 +172,9 @@ class VisibleText:
             if thinking:
                 out.append(ThinkingChunk(text))
             else:
-                self._prose(self.guard.feed(text), out)
+                self._prose(self.repeats.feed(self.guard.feed(text)), out)
         if final:
-            self._prose(self.guard.flush(), out)
+            self._prose(self.repeats.feed(self.guard.flush()) + self.repeats.flush(), out)
         return out
 
     def _prose(self, text: str, out: list[ProviderEvent]) -> None:
@@ -193,14 +196,16 @@ async def relay(
     """`source` as shown: its text fed through `visible` (thinking split out, a possible
     call held back), its `Reply` kept in `replies` for the caller to rewrite, token odds
     left to the call gate, which reads them apart. `stop` is asked after each text chunk:
-    true ends the answer there, closing the source, as does one of Loomchat's formats
-    (`visible.leak`; no `Reply` then)."""
+    true ends the answer there, closing the source, as does one of Loomchat's formats or
+    a loop (`visible.leak`; no `Reply` then; a loop is told of, as the answer ends short)."""
     async with aclosing(source) as stream:
         async for event in stream:
             match event:
                 case TextChunk():
                     for piece in visible.feed(event.text):
                         yield piece
+                    if visible.repeats.cut is not None:
+                        yield Notice(NOTICE)
                     if visible.leak is not None or stop():
                         return
                 case Reply():

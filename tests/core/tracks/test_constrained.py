@@ -1141,3 +1141,30 @@ async def test_with_one_slot_only_the_conversations_prompt_is_read_ahead() -> No
     provider = await read_ahead(slots=1)
     (main,) = provider.requests
     assert main.options.aside is None and "You can use tools" in main.messages[0].text
+
+
+async def test_an_answer_that_loops_ends_after_its_first_saying_and_says_why() -> None:
+    """A sampled answer fell into a loop: held for a second look, it goes on, and ends once
+    its item has been said over and over, the request closed and the repeats never shown.
+    The answer in words after a call turned down ends likewise."""
+    from desktop.core.tracks.repeats import NOTICE
+
+    item = "**Prepare for the interview**: practise common questions."
+    head = "To prepare:\n1. Review the job description.\n"
+    looping = [head, *(f"{n}. {item}\n" for n in range(2, 60))]
+    earlier = [Message.user("Hi!"), Message.assistant("Hello!")]
+    messages = [*earlier, Message.user("What should I prepare for a job interview?")]
+    held = [Step(chunks=looping), Step(odds=[("{", 0.1), ("To", 0.9)])]
+    turned_down = [Step(chunks=[CALL]), Step(odds=[("{", 0.2), ("To", 0.8)]),
+                   Step(odds=[("{", 0.3), ("To", 0.7)]), Step(chunks=looping)]  # fmt: skip
+    for script in (held, turned_down):
+        provider = ScriptedProvider(
+            list(script), constrains_json=True, reports_token_odds=True, takes_grammar=True
+        )
+        track = gated(provider, 0.9, 0.6, None, "calibrated 2026-12-06")
+        events = [e async for e in track.stream(messages, [SEARCH], GREEDY)]
+        shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+        reply = next(e for e in events if isinstance(e, Reply))
+        assert shown == reply.text == f"{head}2. {item}\n"
+        assert [e.message for e in events if isinstance(e, Notice)] == [NOTICE]
+        assert provider.closed_early >= 1 and provider.script == []

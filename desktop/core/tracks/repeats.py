@@ -1,0 +1,117 @@
+"""An answer that says the same lines over and over, ended where the repeating begins.
+
+A small model sampled at a chat's temperature sometimes falls into a loop: item 5 of a
+list is written again as items 6, 7, 8... until the answer's token budget runs out, a
+minute or more of the same lines on a CPU. A `RepeatGuard` reads the prose as it streams
+and ends the answer once one line has been said `TIMES` times in a row, or a block of a
+few lines `BLOCK_TIMES` times, keeping its first saying. A line that may be a saying again
+(it begins as one of the last few lines did) is held until it is not, so the person never
+sees the repeats that are cut.
+
+Lines too short to mean much ("---", "Yes."), blank lines and code (inside fences, where
+the same line often comes back by right) neither count nor break a run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from desktop.core.tracks.leaks import Leak
+
+# How many times in a row a line is said before the answer is ended: a person may ask for
+# a line three times, and a loop shows itself long before its budget runs out.
+TIMES = 4
+# A block of several lines said this many times is a loop already, and waiting for a
+# fourth would hold back many lines.
+BLOCK_TIMES = 3
+# The longest block, in lines, whose sayings are counted: a loop may go round several
+# list items (one of five was seen), each perhaps with a sub-point.
+LONGEST_BLOCK = 8
+# A line shorter than this (without its list marker) is too plain to tell a loop by.
+SHORTEST_LINE = 16
+REPEATING = "the same lines over and over"
+NOTICE = "The model began repeating itself, so its answer was ended there."
+
+_MARKER = re.compile(r"^\s*(?:\d{1,4}[.)]|[-*+•])\s+")
+# A line still being written may be a list marker not yet finished ("12", "1.", "-").
+_MARKER_SO_FAR = re.compile(r"^\s*(?:\d{1,4}[.)]?|[-*+•])?\s*")
+_SPACES = re.compile(r"\s+")
+
+
+def _plain(line: str, marker: re.Pattern[str] = _MARKER) -> str:
+    """A line as compared: its list marker (the number that grows in a loop), spacing and
+    case left out."""
+    return _SPACES.sub(" ", marker.sub("", line)).strip().casefold()
+
+
+class RepeatGuard:
+    """Feed an answer's prose; get back what may be shown. `cut` says where the answer
+    was ended (None: it was not)."""
+
+    def __init__(self) -> None:
+        self.text = ""  # all that was fed
+        self.released = 0
+        self.cut: Leak | None = None
+        self._lines: list[tuple[int, str]] = []  # recent counted lines: start, as compared
+        self._line_start = 0  # where the line being written begins
+        self._line_new = False  # it has begun otherwise than the last few lines (or in code)
+        self._in_code = False
+        self._held_from: int | None = None  # the first line that may be a saying again
+
+    def feed(self, chunk: str) -> str:
+        if self.cut is not None:
+            return ""
+        self.text += chunk
+        while (end := self.text.find("\n", self._line_start)) >= 0:
+            self._line_done(self._line_start, self.text[self._line_start : end])
+            self._line_start, self._line_new = end + 1, False
+            if self.cut is not None:
+                return self._release(self.cut.at)
+        return self._release(self._showable())
+
+    def flush(self) -> str:
+        """What was held at the end: the answer ended before its run was a loop."""
+        return "" if self.cut is not None else self._release(len(self.text))
+
+    def _release(self, end: int) -> str:
+        end = max(end, self.released)
+        out = self.text[self.released : end]
+        self.released = end
+        return out
+
+    def _showable(self) -> int:
+        """Where what may be shown ends: before the held lines, and before the line being
+        written while it begins as one of the last few did."""
+        if self._held_from is not None:
+            return self._held_from
+        if self._line_new or self._in_code:
+            return len(self.text)
+        begun = _plain(self.text[self._line_start :], _MARKER_SO_FAR)
+        if any(line.startswith(begun) for _, line in self._lines[-LONGEST_BLOCK:]):
+            return self._line_start  # an empty beginning (a marker, spaces) may be either
+        # Once it differs it stays different: a long line is not read again on each token.
+        self._line_new = bool(begun)
+        return len(self.text)
+
+    def _line_done(self, start: int, line: str) -> None:
+        if line.lstrip().startswith("```"):
+            self._in_code = not self._in_code
+            return
+        plain = _plain(line)
+        if self._in_code or len(plain) < SHORTEST_LINE:
+            return
+        recent = [said for _, said in self._lines[-LONGEST_BLOCK:]]
+        self._lines = [*self._lines[-BLOCK_TIMES * LONGEST_BLOCK :], (start, plain)]
+        if plain not in recent:
+            self._held_from = None  # the run is broken: its lines are shown
+            return
+        if self._held_from is None:
+            self._held_from = start
+        said = [s for _, s in self._lines]
+        for block in range(1, LONGEST_BLOCK + 1):
+            times = TIMES if block == 1 else BLOCK_TIMES
+            run = said[-times * block :]
+            if len(run) == times * block and run == run[:block] * times:
+                second = self._lines[-(times - 1) * block][0]
+                self.cut = Leak(second, REPEATING)
+                return

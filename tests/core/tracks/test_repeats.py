@@ -1,0 +1,83 @@
+import pytest
+
+from desktop.core.tracks.repeats import REPEATING, TIMES, RepeatGuard
+
+ITEM = "**Prepare for the interview**: Practice answering common questions."
+
+
+def streamed(text: str, size: int = 1) -> tuple[str, RepeatGuard]:
+    """`text` fed in chunks of `size`: what was let through, and the guard."""
+    guard = RepeatGuard()
+    out = "".join(guard.feed(text[i : i + size]) for i in range(0, len(text), size))
+    return out + guard.flush(), guard
+
+
+def numbered(first: int, lines: list[str]) -> str:
+    return "".join(f"{n}. {line}\n" for n, line in enumerate(lines, start=first))
+
+
+def test_a_list_that_loops_ends_after_its_first_saying() -> None:
+    head = numbered(1, ["Review the job description.", "Prepare a resume with care."])
+    looping = head + numbered(3, [ITEM] * 20)
+    for size in (1, 7, len(looping)):
+        out, guard = streamed(looping, size)
+        assert out == head + f"3. {ITEM}\n"
+        assert guard.cut is not None and guard.cut.name == REPEATING
+        assert guard.cut.at == len(out)
+
+
+def test_a_block_of_lines_said_over_and_over_keeps_one_saying() -> None:
+    block = "The sky is grey and low today.\nThe snow falls on the quiet town.\n\n"
+    out, guard = streamed("A poem:\n" + block * 10)
+    assert out == "A poem:\n" + block
+    assert guard.cut is not None
+
+
+def test_a_loop_round_five_items_is_ended_after_its_first_round() -> None:
+    items = [f"**Prepare your {what}**: bring it, and know it well." for what in
+             ("questions", "materials", "schedule", "attire", "experience")]  # fmt: skip
+    head = numbered(1, ["Research the company and its culture."])
+    out, guard = streamed(head + numbered(2, items * 6))
+    assert out == head + numbered(2, items)
+    assert guard.cut is not None
+
+
+def test_nothing_of_a_cut_saying_is_ever_shown_not_even_its_start() -> None:
+    guard = RepeatGuard()
+    shown = guard.feed(f"1. {ITEM}\n")
+    for n in range(2, 2 + TIMES):
+        for piece in (f"{n}", ". ", ITEM[:10], ITEM[10:], "\n"):
+            shown += guard.feed(piece)
+    assert shown == f"1. {ITEM}\n"
+    assert guard.cut is not None
+
+
+def test_a_line_that_begins_like_the_last_is_held_only_until_it_differs() -> None:
+    guard = RepeatGuard()
+    assert guard.feed(f"1. {ITEM}\n") == f"1. {ITEM}\n"
+    assert guard.feed("2. **Prepare") == ""  # it may be the same item again
+    assert guard.feed(" a list of questions**\n") == "2. **Prepare a list of questions**\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "\n".join(["I will not talk in class."] * (TIMES - 1)) + "\nDone.",  # asked three times
+        "Row, row, row your boat, gently down the stream.\n"
+        "Merrily, merrily, merrily, merrily, life is but a dream.\n" * 2,  # a refrain, twice
+        "```python\n" + "    self.assertEqual(result, expected)\n" * 8 + "```\n",  # code
+        "Yes.\n" * 12,  # too short a line to tell a loop by
+        numbered(1, [f"{ITEM} Step {n}." for n in range(12)]),  # alike, not the same
+        f"{ITEM}\n{ITEM}\nSomething else entirely, to break the run.\n{ITEM}\n{ITEM}\n",
+    ],
+)
+def test_answers_that_do_not_loop_pass_whole(answer: str) -> None:
+    for size in (1, 5, len(answer)):
+        out, guard = streamed(answer, size)
+        assert out == answer and guard.cut is None
+
+
+def test_a_run_held_when_the_answer_ends_is_shown() -> None:
+    answer = f"{ITEM}\n{ITEM}\n{ITEM}"
+    out, guard = streamed(answer)
+    assert out == answer and guard.cut is None
