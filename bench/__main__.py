@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "accuracy": "tool-call accuracy on the BFCL development set, through the real server",
     "everyday": "everyday conversations through the app's session: right turns, formats, speed",
+    "loops": "answers that go round in circles: the app's against the server's, side by side",
     "overhead": "tokens/s through the tool loop against a raw HTTP client, same server",
     "gui": "launch time, idle memory, the event loop's longest stall, opening a long chat",
     "downloads": "a model download through the app against a raw download, same stand-in Hub",

@@ -116,6 +116,7 @@ class Turn:
     warm_up_s: float | None = None  # reading the next prompt ahead, after the turn
     plain_seconds: float | None = None
     plain_first_token_s: float | None = None
+    plain_answer: str = ""  # its text: the whole-turn ratio is swayed by the two lengths
     # The plain answer (no tools offered) judged as the turn is: a turn it gets wrong too
     # is one the model cannot answer, whatever the tools do.
     plain_right: bool | None = None
@@ -201,6 +202,7 @@ async def plain_answers(provider: Provider, turns: list[Turn], warm_up: bool = T
         try:
             async for event in plain.stream(messages, [], RequestOptions()):
                 if isinstance(event, Reply):
+                    turn.plain_answer = event.text
                     if turn.wanted is not None:
                         turn.plain_right = judge(turn.wanted, [], {}, event.text).right
                     break
