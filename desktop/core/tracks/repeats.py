@@ -70,8 +70,13 @@ class RepeatGuard:
         return self._release(self._showable())
 
     def flush(self) -> str:
-        """What was held at the end: the answer ended before its run was a loop."""
-        return "" if self.cut is not None else self._release(len(self.text))
+        """What was held at the end, its last line read as done: a loop the model ended
+        by itself is left out too (its repeats were held, never shown), else the run was
+        no loop and is shown."""
+        if self.cut is None and self._line_start < len(self.text):
+            self._line_done(self._line_start, self.text[self._line_start :])
+            self._line_start = len(self.text)
+        return self._release(len(self.text) if self.cut is None else self.cut.at)
 
     def _release(self, end: int) -> str:
         end = max(end, self.released)

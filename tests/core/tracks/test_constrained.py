@@ -1168,3 +1168,18 @@ async def test_an_answer_that_loops_ends_after_its_first_saying_and_says_why() -
         assert shown == reply.text == f"{head}2. {item}\n"
         assert [e.message for e in events if isinstance(e, Notice)] == [NOTICE]
         assert provider.closed_early >= 1 and provider.script == []
+
+
+async def test_a_loop_the_model_ends_by_itself_is_left_out_of_the_answer() -> None:
+    """Its repeats were held, never shown: they stay out of the reply too, and nothing was
+    cut short, so nothing is said of it."""
+    item = "Practise the interview process with a friend, out loud."
+    head = "1. Research the job description carefully.\n"
+    answer = head + "\n".join(f"{n}. {item}" for n in range(2, 6))
+    provider = ScriptedProvider([Step(chunks=[answer])], constrains_json=True)
+    events = [e async for e in ConstrainedTools(provider).stream(
+        [Message.user("What should I prepare?")], [SEARCH], GREEDY)]  # fmt: skip
+    shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert shown == reply.text == f"{head}2. {item}\n"
+    assert not [e for e in events if isinstance(e, Notice)] and provider.closed_early == 0

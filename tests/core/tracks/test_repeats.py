@@ -77,6 +77,13 @@ def test_answers_that_do_not_loop_pass_whole(answer: str) -> None:
         assert out == answer and guard.cut is None
 
 
+def test_a_loop_the_model_ended_by_itself_is_left_out_too() -> None:
+    head = numbered(1, ["Research the job description carefully."])
+    out, guard = streamed(head + "\n".join(f"{n}. {ITEM}" for n in range(2, 2 + TIMES)))
+    assert out == head + f"2. {ITEM}\n"
+    assert guard.cut is not None
+
+
 def test_a_run_held_when_the_answer_ends_is_shown() -> None:
     answer = f"{ITEM}\n{ITEM}\n{ITEM}"
     out, guard = streamed(answer)
