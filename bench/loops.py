@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from bench.accuracy import development_model
-from desktop.core.events import TextDelta, TurnFinished, TurnWarning
+from desktop.core.events import TurnFinished, TurnWarning
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
 from desktop.core.providers.base import RequestOptions
@@ -76,8 +76,6 @@ async def app_answer(url: str, request: str, seed: int | None) -> tuple[str, flo
                     settings=LoopSettings(options=sampling))  # fmt: skip
     async for event in turn:
         match event:
-            case TextDelta():
-                pass
             case TurnWarning():
                 warned = warned or event.message == NOTICE
             case TurnFinished():
