@@ -1,8 +1,8 @@
 """An answer that says the same lines over and over, ended where the repeating begins.
 
 A small model sampled at a chat's temperature sometimes falls into a loop: item 5 of a
-list is written again as items 6, 7, 8... until the answer's token budget runs out, a
-minute or more of the same lines on a CPU. A `RepeatGuard` reads the prose as it streams
+list is written again as items 6, 7, 8... until the answer's token budget runs out, and
+on a CPU the person waits for all of it. A `RepeatGuard` reads the prose as it streams
 and ends the answer once one line has been said `TIMES` times in a row, or a block of a
 few lines `BLOCK_TIMES` times, keeping its first saying. A line that may be a saying again
 (it begins as one of the last few lines did) is held until it is not, so the person never
@@ -25,7 +25,7 @@ TIMES = 4
 # fourth would hold back many lines.
 BLOCK_TIMES = 3
 # The longest block, in lines, whose sayings are counted: a loop may go round several
-# list items (one of five was seen), each perhaps with a sub-point.
+# list items, each perhaps with a sub-point.
 LONGEST_BLOCK = 8
 # A line shorter than this (without its list marker) is too plain to tell a loop by.
 SHORTEST_LINE = 16
