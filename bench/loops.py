@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from bench.accuracy import development_model
+from bench.overhead import raw_contents
 from desktop.core.events import TurnFinished, TurnWarning
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
@@ -55,12 +55,8 @@ async def server_answer(url: str, request: str, seed: int | None) -> tuple[str, 
     text = ""
     async with httpx.AsyncClient(timeout=600, trust_env=False) as client:
         started = time.perf_counter()
-        async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as response:
-            async for line in response.aiter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                for choice in json.loads(line[6:]).get("choices") or []:
-                    text += (choice.get("delta") or {}).get("content") or ""
+        async for content in raw_contents(client, url, body):
+            text += content
         return text, time.perf_counter() - started
 
 

@@ -14,6 +14,8 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import httpx
 
@@ -29,6 +31,19 @@ from desktop.core.tracks.choice import on_track
 PROMPT = "Write a long story about a lighthouse keeper, in plain prose."
 
 
+async def raw_contents(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+) -> AsyncGenerator[str, None]:
+    """Each piece of text a streamed chat completion sends, read straight off the wire."""
+    async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            for choice in json.loads(line[6:]).get("choices") or []:
+                if content := (choice.get("delta") or {}).get("content"):
+                    yield content
+
+
 async def raw_run(url: str, tokens: int) -> tuple[int, float]:
     body = {
         "messages": [{"role": "user", "content": PROMPT}],
@@ -41,14 +56,8 @@ async def raw_run(url: str, tokens: int) -> tuple[int, float]:
     count = 0
     async with httpx.AsyncClient(timeout=300, trust_env=False) as client:
         started = time.perf_counter()
-        async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as response:
-            async for line in response.aiter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                chunk = json.loads(line[6:])
-                for choice in chunk.get("choices") or []:
-                    if (choice.get("delta") or {}).get("content"):
-                        count += 1
+        async for _ in raw_contents(client, url, body):
+            count += 1
         return count, time.perf_counter() - started
 
 
