@@ -2,7 +2,9 @@
 
 Both sides send the same request (same prompt, temperature 0, same seed, so the same
 tokens) and read the stream to the end; the rounds alternate raw/loop so that drift in
-the machine's speed hits both alike. Prints each side's median and their ratio.
+the machine's speed hits both alike. Prints each side's median and their ratio. The raw
+side counts the stream's pieces (one a token); the loop's tokens are the server's own
+count, since the app's guards may show a few tokens as one piece.
 
     python -m bench overhead [--rounds 7] [--tokens 256] [--url URL]
 """
@@ -65,16 +67,16 @@ async def loop_run(url: str, tokens: int) -> tuple[int, float]:
     provider = make_provider("llamacpp", url)
     active, _ = on_track(provider, "emulated")
     settings = LoopSettings(options=RequestOptions(temperature=0, seed=1, max_tokens=tokens))
-    count = 0
+    pieces = written = 0
     started = time.perf_counter()
     async for event in run_turn(active, Toolbox(), [Message.user(PROMPT)], settings=settings):
         if isinstance(event, TextDelta):
-            count += 1
+            pieces += 1
         elif isinstance(event, Usage):
-            pass
+            written += event.completion_tokens
     elapsed = time.perf_counter() - started
     await provider.aclose()
-    return count, elapsed
+    return written or pieces, elapsed
 
 
 async def run() -> None:
