@@ -252,8 +252,7 @@ async def measure(
         if calibration is not None and not calibration.exists():
             calibration.write_text(json.dumps(card.to_dict()))
         print(f"{label}: calibrated in {calibration_s:.0f} s, bars {card.bar:.3f} / "
-              f"{card.later_bar} / {card.arguments_bar}, the second look's floor "
-              f"{card.alone_floor}, tools as {card.tool_form} "
+              f"{card.later_bar} / {card.arguments_bar}, tools as {card.tool_form} "
               f"{dict(card.form_scores)}", flush=True)  # fmt: skip
         turns: list[Turn] = []
         for conversation in read_set(DATA, half):

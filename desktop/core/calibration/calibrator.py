@@ -193,7 +193,6 @@ class Calibrator:
             METHOD,
             chosen_form,
             tuple((f, round(form_score(f), 4)) for f in forms) if gated else (),
-            bars.alone_floor,
         )
 
     async def _ask(self, question: Callable[[], Awaitable[Answer]]) -> Answer:

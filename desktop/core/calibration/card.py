@@ -16,8 +16,7 @@ from desktop.core.tracks.tool_forms import TOOL_FORMS, ToolForm
 # offered tool answered in text, the arguments' bar. 3: a call the gate's last rule (the
 # licence) would leave out is no call, where none is due. 4: the tool prompt's form chosen.
 # 5: a question on the step after a call's result, among those the forms are compared on.
-# 6: the least odds at which the second look weighs its call's arguments (`alone_floor`).
-METHOD = 6
+METHOD = 5
 # The window suggests another track or model from one unwanted call in this many questions.
 UNWANTED_SHARE_TO_WARN = 4
 
@@ -104,9 +103,6 @@ class Calibration:
     # score on the same first requests (`form_scores`); "json" in cards from before.
     tool_form: ToolForm = "json"
     form_scores: tuple[tuple[str, float], ...] = ()
-    # The least odds of the turn asked alone at which its call's arguments are weighed;
-    # None (a card from before): at any odds.
-    alone_floor: float | None = None
 
     @property
     def chosen(self) -> TrackScore:
@@ -115,7 +111,7 @@ class Calibration:
     @property
     def bars(self) -> Bars:
         later = self.bar if self.later_bar is None else self.later_bar
-        return Bars(self.bar, later, self.arguments_bar, self.alone_floor or 0.0)
+        return Bars(self.bar, later, self.arguments_bar)
 
     @property
     def source(self) -> str:
@@ -200,9 +196,6 @@ class Calibration:
             rows.append(
                 ("Arguments' bar", f"{self.arguments_bar:.2f}, for a call under the gate's bar")
             )
-            if self.alone_floor:
-                weighed = f"from odds {self.alone_floor:.2f} of the turn asked alone"
-                rows.append(("… after earlier turns", weighed))
         return rows
 
 

@@ -72,10 +72,9 @@ class Answer:
         """Was the outcome right with the gate's bars (its own kind's bar judging, and for
         a later request the first bars on its second look, at a call or at prose)?"""
         if self.alone_odds is not None:
-            weighed = self.alone_odds >= bars.alone_floor
             alone = CallGate(
-                self.alone_odds, bars.first, "calibration",
-                self.alone_arguments_odds if weighed else None, bars.arguments,
+                self.alone_odds, bars.first, "calibration", self.alone_arguments_odds,
+                bars.arguments,
             )  # fmt: skip
             if alone.passed:
                 return not self.due if self.licence_refused else self.right
@@ -86,14 +85,12 @@ class Answer:
 
 @dataclass(frozen=True)
 class Bars:
-    """The call gate's bars: for a first request, for one after earlier turns, for the
-    arguments of a call under its bar (None: not weighed), and the least odds of the turn
-    asked alone at which its arguments are weighed."""
+    """The call gate's bars: for a first request, for one after earlier turns, and for the
+    arguments of a call under its bar (None: not weighed)."""
 
     first: float
     later: float
     arguments: float | None = None
-    alone_floor: float = 0.0
 
     @classmethod
     def chosen(cls, answers: Sequence[Answer]) -> Bars:
@@ -101,42 +98,11 @@ class Bars:
         from the first requests' calls whose arguments were weighed."""
         weighed = [a for a in answers if a.arguments_odds is not None and not a.later]
         arguments = choose_bar(weighed, lambda a: a.arguments_odds) if weighed else 0.0
-        bars = cls(
+        return cls(
             choose_bar([a for a in answers if not a.later]),
             choose_bar([a for a in answers if a.later]),
             arguments or None,  # 0: nothing to tell right calls from unwanted ones by
         )
-        return replace(bars, alone_floor=choose_alone_floor([a for a in answers if a.later], bars))
-
-
-def choose_alone_floor(later: Sequence[Answer], bars: Bars) -> float:
-    """The least odds of the turn asked alone at which the second look weighs its call's
-    arguments, placed as the bar is (`choose_bar`): where weighing carried a call no
-    question wanted (asked what the results already answer, a small model writes the call
-    that made them again, surely), the highest that keeps KEEP_RIGHT_CALLS of the due
-    calls it carried, midway to the next lower odds weighed. 0 where weighing carried no
-    unwanted call: each weighing costs a call's tokens before the answer, but a due call
-    is what tools are for."""
-    if bars.arguments is None:
-        return 0.0
-    arguments_bar = bars.arguments
-    weighed = [(a, *pair) for a in later if (pair := _weighed_alone(a, bars)) is not None]
-    carried = [(a, odds) for a, odds, arguments in weighed if arguments >= arguments_bar]
-    if all(a.due or a.licence_refused for a, _ in carried):
-        return 0.0
-    kept = sorted(odds for a, odds in carried if a.due and a.right)
-    lost = math.floor(len(kept) * (1 - KEEP_RIGHT_CALLS) + 1e-9)
-    lowest_kept = kept[lost] if kept else bars.first
-    below = [odds for _, odds, _ in weighed if odds < lowest_kept]
-    return round((max(below) + lowest_kept) / 2, 3) if below else 0.0
-
-
-def _weighed_alone(answer: Answer, bars: Bars) -> tuple[float, float] | None:
-    """The turn alone's odds and its arguments', where the second look weighed them."""
-    odds, arguments = answer.alone_odds, answer.alone_arguments_odds
-    if odds is None or arguments is None or odds >= bars.first:
-        return None
-    return odds, arguments
 
 
 def same_value(got: Any, wanted: Any) -> bool:

@@ -45,8 +45,6 @@ _ENTRY: dict[str, Any] = {
         "later_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         # Since method 2; entries without them: no arguments' bar, method 1.
         "arguments_bar": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
-        # Since method 6; entries without it weigh the turn alone at any odds.
-        "alone_floor": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "method": {"type": "integer", "minimum": 1},
         # Since method 4; entries without them list the tools as JSON. A form this version
         # does not know is read as JSON too (`Calibration.from_dict`).

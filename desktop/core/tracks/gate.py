@@ -24,8 +24,7 @@ The rules, in order:
    the request's bar (a first request's, or the one after earlier turns).
 5. Under its bar: on a first request's first step, with a bar for arguments, the calls are
    written under the grammar with their tokens' odds; sure arguments carry the call.
-   After earlier turns, the second look; its pass carries the call (its arguments are
-   weighed only from the model's `alone_floor` up: under it, weighing did harm).
+   After earlier turns, the second look; its pass carries the call.
 6. Still under: a plain answer. Over: the calls, written under the grammar (or as written
    for their odds), and each judged by the last rule (`licence`), which leaves out a call
    that is not the person's.
@@ -71,32 +70,25 @@ class Calibrated(Protocol):
     @property
     def source(self) -> str: ...
 
-    @property
-    def alone_floor(self) -> float | None: ...
-
 
 @dataclass(frozen=True)
 class Bars:
     """The least odds of a call for a first request (`first`) and for one after earlier
     turns (`later`), and for a call's arguments under its bar (None: not weighed). How
     surely a model opens a call differs from model to model, so each model's bars are
-    measured by its calibration; until then there are none (0: the model's own choice).
-    `alone_floor`: the least odds of the turn asked alone whose call is written to weigh
-    its arguments (under it, the second look says no call at once)."""
+    measured by its calibration; until then there are none (0: the model's own choice)."""
 
     first: float = 0.0
     later: float = 0.0
     arguments: float | None = None
     source: str = UNCALIBRATED
-    alone_floor: float = 0.0
 
     @classmethod
     def of(cls, calibration: Calibrated | None) -> Bars:
         if calibration is None:
             return cls()
         later = calibration.bar if calibration.later_bar is None else calibration.later_bar
-        floor = calibration.alone_floor or 0.0
-        return cls(calibration.bar, later, calibration.arguments_bar, calibration.source, floor)
+        return cls(calibration.bar, later, calibration.arguments_bar, calibration.source)
 
     def for_request(self, messages: Sequence[Message]) -> tuple[float, str]:
         """The bar that judges this request's calls, and where it came from."""
@@ -372,8 +364,7 @@ def _second_look(
         return None
     odds = yield from _ask_odds(Probe(alone=True))
     gate = CallGate(odds.odds, *bar)
-    weighed = bars.arguments is not None and odds.odds >= bars.alone_floor
-    weigh = always_weigh or (not gate.passed and weighed)
+    weigh = always_weigh or (not gate.passed and bars.arguments is not None)
     # After a result in this turn the model writes the call that made it again, surely.
     if not (odds.opens and weigh and first_request_step(split_turns(messages)[1])):
         return gate, None

@@ -5,7 +5,6 @@ from typing import Any
 
 from desktop.core.calibration.card import Calibration
 from desktop.core.calibration.scoring import Bars
-from desktop.core.tracks.gate import Bars as GateBars
 
 
 def test_the_card_names_the_model_as_a_person_knows_it() -> None:
@@ -30,7 +29,7 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
     scores = [{**data["scores"][0], "left_unasked": 0}]  # a field added since
     assert calibration.to_dict() == {**data, "scores": scores, "later_bar": None,
                                      "arguments_bar": None, "method": 1, "tool_form": "json",
-                                     "form_scores": (), "alone_floor": None}  # fmt: skip
+                                     "form_scores": ()}  # fmt: skip
     assert calibration.bars == Bars(0.8, 0.8)  # one bar judges every request
     assert calibration.source == "calibrated 2026-11-30"
     card = dict(calibration.card())
@@ -43,15 +42,6 @@ def test_a_calibration_reads_back_from_its_dict() -> None:
     three = Calibration.from_dict({**data, "later_bar": 0.55, "arguments_bar": 0.95, "method": 2})
     assert three.bars == Bars(0.8, 0.55, 0.95) and three.method == 2
     assert dict(three.card())["Arguments' bar"] == "0.95, for a call under the gate's bar"
-    assert "… after earlier turns" not in dict(three.card())  # weighed at any odds
-    # A card from before the floor (method 5) weighs the turn alone at any odds; one with
-    # a floor reads it back, and the gate takes it.
-    five = Calibration.from_dict({**three.to_dict(), "method": 5})
-    assert five.alone_floor is None and five.bars.alone_floor == 0.0
-    six = Calibration.from_dict({**five.to_dict(), "method": 6, "alone_floor": 0.82})
-    assert six.bars == Bars(0.8, 0.55, 0.95, 0.82)
-    assert GateBars.of(six).alone_floor == 0.82 and GateBars.of(five).alone_floor == 0.0
-    assert dict(six.card())["… after earlier turns"] == "from odds 0.82 of the turn asked alone"
 
 
 def calibrated(track: str, quiet_right: int, quiet: int, method: int = 3) -> Calibration:

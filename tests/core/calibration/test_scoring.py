@@ -193,39 +193,6 @@ def test_a_later_answer_is_carried_by_the_turn_alones_sure_arguments_as_the_gate
     assert not replace(due, alone_arguments_odds=0.99).right_with(Bars(0.9, 0.6))  # no bar
 
 
-def test_the_second_look_weighs_arguments_only_from_the_odds_where_it_did_no_harm() -> None:
-    """Where the results already answer a question, the turn alone writes the call that
-    made them again, surely: weighed, it would be made. The floor goes as the bar does:
-    midway under the lowest due call the weighing carried, if that leaves anything out."""
-    from dataclasses import replace
-
-    from desktop.core.calibration.scoring import Bars, choose_alone_floor
-
-    def later(due: bool, alone: float, arguments: float) -> Any:
-        return replace(answer(due, 0.5), kind="later" if due else "answered",
-                       alone_odds=alone, alone_arguments_odds=arguments)  # fmt: skip
-
-    bars = Bars(first=0.9, later=0.6, arguments=0.95)
-    carried = later(True, 0.85, 0.99)  # a due call the weighing carried
-    copied = later(False, 0.64, 0.97)  # a made call written again, surely
-    unsure = later(False, 0.75, 0.5)  # weighed, and turned down: no harm
-    floor = choose_alone_floor([carried, copied, unsure], bars)
-    assert floor == pytest.approx((0.75 + 0.85) / 2)
-    floored = replace(bars, alone_floor=floor)
-    assert carried.right_with(floored) and copied.right_with(floored)
-    assert not copied.right_with(bars)  # at any odds, it was made
-    # Weighing that did no harm keeps every odds; nothing weighed, or no bar: no floor.
-    assert choose_alone_floor([carried, unsure], bars) == 0.0
-    assert choose_alone_floor([later(False, 0.95, 0.99)], bars) == 0.0  # over the bar
-    assert choose_alone_floor([carried, copied], Bars(0.9, 0.6)) == 0.0
-    # Nothing carried that was due: no weighing under the bar.
-    assert choose_alone_floor([copied, unsure], bars) == pytest.approx((0.75 + 0.9) / 2)
-    # A harm only a floor over a carried call could undo: the call is worth more.
-    lower = later(True, 0.6, 0.99)
-    assert choose_alone_floor([lower, copied, later(True, 0.7, 0.99)], bars) == 0.0
-    assert Bars.chosen([carried, copied, unsure]).alone_floor == 0.0  # no bars to weigh by
-
-
 async def test_a_call_the_licence_would_leave_out_is_no_call_where_none_is_due() -> None:
     """Where no offered tool fits, a model sure of a call counts as calling only if the
     chat would make it: a copy of the tool's own example is left out (right at any bar),

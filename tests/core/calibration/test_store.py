@@ -78,17 +78,3 @@ def test_a_file_written_before_the_arguments_bar_is_read_and_measured_again() ->
     assert calibration.later_bar == calibration.bar == 0.775
     track, _ = on_track(sure_model(), "auto", calibration)
     assert isinstance(track, ConstrainedTools) and track.bars.arguments is None
-
-
-def test_a_file_written_before_the_second_looks_floor_is_read_and_measured_again() -> None:
-    """data/calibrations-method-5.json was written by the code of a0ccd39 (a Calibrator run
-    over samples.sure_model, kept with CalibrationStore.put): method 5, no floor for the
-    second look. It is read as it was (the turn alone weighed at any odds) and measured
-    again the new way on the model's next use."""
-    from desktop.core.calibration.card import METHOD
-
-    store = CalibrationStore(Path(__file__).parent / "data" / "calibrations-method-5.json")
-    calibration = store.get("file:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf:491400064")
-    assert store.problem is None and calibration is not None
-    assert calibration.alone_floor is None and calibration.method == 5 < METHOD
-    assert calibration.bars.alone_floor == 0.0 and calibration.tool_form == "json"
