@@ -257,7 +257,9 @@ def decide(
     alone_written: ConstrainedCalls | None = None
     prose = opened.prose
     if looking and not opened.call and opened.prose.strip():  # rule 2: the second look
-        looked = yield from _second_look(messages, bars, None, always_weigh=measuring)
+        looked = yield from _second_look(
+            messages, bars, None, always_weigh=measuring, by_arguments=False
+        )
         assert looked is not None  # after earlier turns there is one
         alone, alone_written = looked
         record = replace(record, alone=alone)
@@ -354,17 +356,25 @@ def _why_a_call(judged: CallGate | None) -> str:
 
 
 def _second_look(
-    messages: Sequence[Message], bars: Bars, first: str | None, *, always_weigh: bool
+    messages: Sequence[Message],
+    bars: Bars,
+    first: str | None,
+    *,
+    always_weigh: bool,
+    by_arguments: bool = True,
 ) -> Generator[Ask, Answer, tuple[CallGate, ConstrainedCalls | None] | None]:
     """The current turn asked alone, judged as a first request by the first bars: its
     odds, and where it opens a call that needs (or, measuring, may get) weighing, its calls
-    written under the grammar with their arguments' odds. None for a first request."""
+    written under the grammar with their arguments' odds. None for a first request.
+
+    Not `by_arguments` (the model chose words): its odds alone decide, and no call is
+    written to weigh, which would hold back the answer's first word."""
     bar = bars.for_second_look(messages)
     if bar is None:
         return None
     odds = yield from _ask_odds(Probe(alone=True))
     gate = CallGate(odds.odds, *bar)
-    weigh = always_weigh or (not gate.passed and bars.arguments is not None)
+    weigh = always_weigh or (by_arguments and not gate.passed and bars.arguments is not None)
     # After a result in this turn the model writes the call that made it again, surely.
     if not (odds.opens and weigh and first_request_step(split_turns(messages)[1])):
         return gate, None
