@@ -198,7 +198,6 @@ class Spoken:
     on from where it was held)."""
 
     record: GateRecord
-    alone_written: ConstrainedCalls | None = None
     kind: Literal["spoken"] = "spoken"
 
 
@@ -257,17 +256,15 @@ def decide(
     alone_written: ConstrainedCalls | None = None
     prose = opened.prose
     if looking and not opened.call and opened.prose.strip():  # rule 2: the second look
-        looked = yield from _second_look(
-            messages, bars, None, always_weigh=measuring, by_arguments=False
-        )
-        assert looked is not None  # after earlier turns there is one
-        alone, alone_written = looked
+        # The model chose words: the turn alone overrules them by its odds alone (a call
+        # written to weigh its arguments would hold back the answer's first word).
+        assert alone_bar is not None  # looking: after earlier turns
+        alone = CallGate((yield from _ask_odds(Probe(alone=True))).odds, *alone_bar)
         record = replace(record, alone=alone)
         if not alone.passed:
             no = "the call gate said no call, for the turn alone"
-            return Spoken(replace(record, verdict="prose", reason=no), alone_written)
+            return Spoken(replace(record, verdict="prose", reason=no))
         prose, judged = "", alone
-        written = alone_written if alone.arguments_sure else None
     elif not opened.call:
         return Spoken(replace(record, verdict="prose", reason="the model answered in words"))
     first = offered_tool(opened.named, tools) if opened.named else None
@@ -356,25 +353,17 @@ def _why_a_call(judged: CallGate | None) -> str:
 
 
 def _second_look(
-    messages: Sequence[Message],
-    bars: Bars,
-    first: str | None,
-    *,
-    always_weigh: bool,
-    by_arguments: bool = True,
+    messages: Sequence[Message], bars: Bars, first: str | None, *, always_weigh: bool
 ) -> Generator[Ask, Answer, tuple[CallGate, ConstrainedCalls | None] | None]:
     """The current turn asked alone, judged as a first request by the first bars: its
     odds, and where it opens a call that needs (or, measuring, may get) weighing, its calls
-    written under the grammar with their arguments' odds. None for a first request.
-
-    Not `by_arguments` (the model chose words): its odds alone decide, and no call is
-    written to weigh, which would hold back the answer's first word."""
+    written under the grammar with their arguments' odds. None for a first request."""
     bar = bars.for_second_look(messages)
     if bar is None:
         return None
     odds = yield from _ask_odds(Probe(alone=True))
     gate = CallGate(odds.odds, *bar)
-    weigh = always_weigh or (by_arguments and not gate.passed and bars.arguments is not None)
+    weigh = always_weigh or (not gate.passed and bars.arguments is not None)
     # After a result in this turn the model writes the call that made it again, surely.
     if not (odds.opens and weigh and first_request_step(split_turns(messages)[1])):
         return gate, None
