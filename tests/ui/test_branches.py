@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
-from desktop.core.tracks.prompt import EARLIER_HEAD
+from desktop.core.tracks.prompt import EARLIER_HEAD, TOOL_PROMPT_HEAD
 from desktop.ui.bubbles import MessageBubble
 from tests.support.fakes import Step
 from tests.ui.conftest import WindowFactory
@@ -23,9 +23,10 @@ def bubbles(window: Any) -> list[tuple[str, str]]:
 
 def said(request: Any) -> list[str]:
     """What a request told the model the conversation said: the earlier turns (on the
-    emulated track a transcript after the tool prompt), then the messages."""
+    emulated track a transcript before the tool prompt), then the messages."""
     system = next((m.text for m in request.messages if m.role == "system"), "")
-    earlier = system.partition(EARLIER_HEAD)[2].strip().splitlines()
+    transcript = system.partition(EARLIER_HEAD)[2].partition(TOOL_PROMPT_HEAD)[0]
+    earlier = transcript.strip().splitlines()
     return [line.split(": ", 1)[1] for line in earlier] + [
         m.text for m in request.messages if m.role != "system"
     ]

@@ -98,7 +98,7 @@ def emulated_history(
         current = in_words(current)
     earlier, rest = split_turns(current) if addendum else ([], current)
     if earlier:
-        addendum += f"\n\n{transcript(earlier)}"
+        addendum = f"{transcript(earlier)}\n\n{addendum}"
         rest = _with_earlier_images(earlier, rest)
     if rest and rest[0].role == "system":
         system = rest.pop(0).text
@@ -140,8 +140,11 @@ def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[Messag
     not as chat turns. A small model imitates its own earlier turns: shown their calls, it
     called an earlier turn's tool again; shown only their answers, it never called at all;
     shown a transcript, it answered as if the request were the first
-    (docs/experiments/deep-conversation.md). The transcript grows at its end, so the
-    server's prompt cache keeps all but the last turn."""
+    (docs/experiments/deep-conversation.md). The transcript comes before the tool prompt:
+    a small model follows the words nearest the request, and with the tools there it
+    opened due follow-up calls more surely (docs/experiments/transcript-before-the-tools.md).
+    The server's cache keeps the transcript but reads the tool prompt again after each
+    turn; the next prompt's read-ahead does that while the person reads."""
     worded = in_words(messages)
     start = current_turn_start(worded)
     earlier = [m for m in worded[:start] if m.role != "system"]

@@ -104,25 +104,30 @@ def test_while_tools_are_offered_earlier_turns_are_a_transcript_in_the_system_pr
     rendered = emulated_history(history, [SEARCH])
     assert [m.role for m in rendered] == ["system", "user"]
     system = rendered[0].text
-    assert system.startswith("Be brief.\n\nYou can use tools.")
-    assert system.endswith(
+    assert system.startswith(
+        "Be brief.\n\n"
         "Earlier in this conversation:\n"
         "User: What is in this photo? [1 image(s) attached]\n"
         "You: A cat.\n"
         "User: rust\n"
-        "You: Let me look. Three notes on rust."
+        "You: Let me look. Three notes on rust.\n\n"
     )
+    assert system.endswith(render_tool_prompt([SEARCH]))  # the tools nearest the request
     request = rendered[1]
     assert request.text.endswith("And python?")  # the person's words come last
     assert len(request.images) == 1  # the photo stays a real image, for a model that sees
 
 
 def test_the_transcript_grows_at_its_end_so_the_prompt_cache_keeps_it() -> None:
+    """Only the last turn's lines and the tool prompt after them are read again."""
     first = [Message.user("rust"), Message.assistant("Three notes.")]
     second = [*first, Message.user("go"), Message.assistant("None.")]
+    tools = render_tool_prompt([SEARCH])
     before = emulated_history([*first, Message.user("go")], [SEARCH])[0].text
     after = emulated_history([*second, Message.user("zig")], [SEARCH])[0].text
-    assert after.startswith(before)
+    assert before.endswith(tools) and after.endswith(tools)
+    assert after.startswith(before.removesuffix(tools).rstrip())
+    assert "User: go\nYou: None." in after.removeprefix(before.removesuffix(tools))
 
 
 def test_without_tools_earlier_turns_stay_chat_turns() -> None:
