@@ -59,6 +59,7 @@ from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.card import Calibration
 from desktop.core.events import Reply, UsageReport
 from desktop.core.messages import Message, ToolCall
+from desktop.core.models.library import server_temperature
 from desktop.core.providers.base import Provider, RequestOptions
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
@@ -525,7 +526,12 @@ async def run() -> None:
     url = args.url
     if not url:
         model = development_model(args.requantize, args.model)
-        server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
+        server = LlamaServer(
+            model=model,
+            threads=2,
+            context_size=CONTEXT_SIZE,
+            temperature=await server_temperature(model),
+        )
         await server.start()
         url = server.base_url
     try:

@@ -39,6 +39,7 @@ from bench.accuracy import (
 )
 from bench.report import percentiles, write_table
 from desktop.api.server import ApiServer, Backend, ChatApi
+from desktop.core.models.library import server_temperature
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
@@ -140,7 +141,12 @@ async def run() -> None:
     args = parser.parse_args()
     cases, checker = read_cases(args.cases), load_checker(args.cases)
     model = development_model(args.requantize)
-    server = LlamaServer(model=model, threads=2, context_size=CONTEXT_SIZE)
+    server = LlamaServer(
+        model=model,
+        threads=2,
+        context_size=CONTEXT_SIZE,
+        temperature=await server_temperature(model),
+    )
     await server.start()
     try:
         timing = await latency(server.base_url, args.runs)

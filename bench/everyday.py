@@ -56,6 +56,7 @@ from desktop.core.events import (
     TurnFinished,
 )
 from desktop.core.messages import Message
+from desktop.core.models.library import server_temperature
 from desktop.core.providers.base import (
     Provider,
     ProviderError,
@@ -360,6 +361,7 @@ async def run() -> None:
             context_size=CONTEXT_SIZE,
             log_path=args.server_log,
             extra_args=args.server_args.split(),
+            temperature=await server_temperature(model),
         )
         await server.start()
         url = server.base_url

@@ -24,6 +24,7 @@ import httpx
 from desktop.core.events import TextDelta, Usage
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
+from desktop.core.models.library import server_temperature
 from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer, ensure_bundled_model
@@ -89,7 +90,8 @@ async def run() -> None:
     server = None
     url = args.url
     if not url:
-        server = LlamaServer(model=ensure_bundled_model(), threads=1)
+        model = ensure_bundled_model()
+        server = LlamaServer(model=model, threads=1, temperature=await server_temperature(model))
         await server.start()
         url = server.base_url
     try:

@@ -16,6 +16,7 @@ from desktop.core.calibration.card import METHOD, Calibration
 from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.connection import NOT_CONNECTED, Connection
 from desktop.core.events import Event
+from desktop.core.models.library import server_temperature
 from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.discovery import Found
 from desktop.core.providers.probing import CapabilityCache
@@ -170,10 +171,12 @@ class Connector:
     async def _start_runtime(self, settings: Settings) -> ProbingProvider:
         model = Path(settings.runtime_model) if settings.runtime_model else None
         if self.runtime is None or not self.runtime.running:
+            model = model or ensure_bundled_model()
             self.runtime = LlamaServer(
-                model=model or ensure_bundled_model(),
+                model=model,
                 context_size=settings.context_size,
                 log_path=self.runtime_log,
+                temperature=await server_temperature(model),
             )
             await self.runtime.start()
             self._supervise(self.runtime)

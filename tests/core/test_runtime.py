@@ -111,15 +111,11 @@ def test_a_model_with_a_projector_beside_it_is_started_seeing_images(tmp_path: P
     assert command[command.index("--mmproj") + 1] == str(projector)
 
 
-def test_the_bundled_model_is_started_at_its_own_temperature(tmp_path: Path) -> None:
-    """Only the bundled model: another model keeps its file's or the server's defaults."""
-    from desktop.core.runtime import BUNDLED_MODEL_NAME, BUNDLED_MODEL_TEMPERATURE
-
-    binary = tmp_path / "llama-server"
-    bundled = LlamaServer(model=tmp_path / BUNDLED_MODEL_NAME, binary=binary).command()
-    assert bundled[bundled.index("--temp") + 1] == str(BUNDLED_MODEL_TEMPERATURE)
-    other = LlamaServer(model=tmp_path / "gemma-3-4b-it-Q4_K_M.gguf", binary=binary)
-    assert "--temp" not in other.command()
+def test_the_server_is_started_at_the_temperature_it_is_given_or_its_own(tmp_path: Path) -> None:
+    binary, model = tmp_path / "llama-server", tmp_path / "gemma-3-4b-it-Q4_K_M.gguf"
+    given = LlamaServer(model=model, binary=binary, temperature=0.25).command()
+    assert given[given.index("--temp") + 1] == "0.25"
+    assert "--temp" not in LlamaServer(model=model, binary=binary).command()
 
 
 # A stand-in for llama-server: answers /health on the port it is given, and nothing else.

@@ -6,6 +6,10 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
+from desktop.core.models.library import DEFAULT_TEMPERATURE
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -27,6 +31,13 @@ async def test_a_killed_built_in_server_is_back_for_the_next_message(tmp_path: P
     connection = await session.connect()
     assert connection.ok, connection.message
     assert session.runtime is not None and session.runtime.process is not None
+    # The model file names no temperature: the server starts at the app's default.
+    assert session.runtime.temperature == DEFAULT_TEMPERATURE
+    async with httpx.AsyncClient(timeout=30) as client:
+        props = (await client.get(f"{session.runtime.base_url}/props")).json()
+    assert props["default_generation_settings"]["params"]["temperature"] == pytest.approx(
+        DEFAULT_TEMPERATURE
+    )
     session.runtime.binary = binary
     conversation = store.create_conversation()
     try:

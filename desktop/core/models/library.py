@@ -30,6 +30,12 @@ from desktop.core.tools.isolation import run_isolated
 
 INDEX = "index.json"
 HEADER_TIMEOUT_S = 60.0
+# A model's temperature where a request sends none and its file names none. At
+# llama-server's own, a small model's answers after a tool came wrapped like JSON and left
+# results unstated more often (docs/experiments/calls-at-chat-temperature.md). A preset's
+# or the Settings' temperature still wins.
+DEFAULT_TEMPERATURE = 0.3
+SAMPLING_TEMPERATURE = "general.sampling.temp"  # the key llama.cpp reads it from
 
 
 class LibraryError(LoomchatError):
@@ -110,6 +116,22 @@ async def local_models(folder: Path) -> list[LocalModel]:
     if changed:
         _write_index(folder, index)
     return models
+
+
+async def server_temperature(path: Path, timeout_s: float = HEADER_TIMEOUT_S) -> float | None:
+    """The temperature to start the built-in server at for the model in `path`: None where
+    the file names its own (the server takes it from there), else `DEFAULT_TEMPERATURE`.
+    A file whose header cannot be read gets the default: the server says what is wrong."""
+    try:
+        names_its_own = await run_isolated(_names_a_temperature, str(path), timeout_s=timeout_s)
+    except Exception:  # a damaged or hostile file, or too slow to read
+        names_its_own = False
+    return None if names_its_own else DEFAULT_TEMPERATURE
+
+
+def _names_a_temperature(path: str) -> bool:
+    """In the child: whether the file carries a sampling temperature of its own."""
+    return isinstance(read_gguf_header(Path(path)).values.get(SAMPLING_TEMPERATURE), float)
 
 
 async def read_header(path: Path, timeout_s: float = HEADER_TIMEOUT_S) -> ModelHeader:

@@ -6,18 +6,23 @@ import gguf
 import pytest
 
 from desktop.core.models.library import (
+    DEFAULT_TEMPERATURE,
     INDEX,
     LibraryError,
     delete_model,
     import_model,
     local_models,
     mark_used,
+    server_temperature,
 )
 
 
-def tiny_gguf(path: Path, architecture: str = "llama", pooling: bool = False) -> Path:
+def tiny_gguf(
+    path: Path, architecture: str = "llama", pooling: bool = False, temperature: float | None = None
+) -> Path:
     """A real GGUF file, written with gguf's own writer: a header and one small tensor
-    (`pooling`: the header says how an embedding model pools its tokens)."""
+    (`pooling`: the header says how an embedding model pools its tokens; `temperature`:
+    the file names its own)."""
     import numpy as np
 
     writer = gguf.GGUFWriter(str(path), architecture)
@@ -27,6 +32,8 @@ def tiny_gguf(path: Path, architecture: str = "llama", pooling: bool = False) ->
     writer.add_context_length(4096)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
     writer.add_chat_template("{{ messages }}")
+    if temperature is not None:
+        writer.add_sampling_temp(temperature)
     writer.add_tensor("t", np.zeros(4, dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -51,6 +58,19 @@ async def test_headers_are_read_and_kept(tmp_path: Path) -> None:
     mark_used(tmp_path / "tiny.gguf", 1234.0)
     again = {m.name: m for m in await local_models(tmp_path)}
     assert again["tiny.gguf"].last_used == 1234.0 and again["tiny.gguf"].header == tiny
+
+
+async def test_a_model_runs_at_its_files_temperature_else_at_the_apps(tmp_path: Path) -> None:
+    """A file that names a temperature keeps it (the server reads it there: none is passed);
+    one that names none, or cannot be read, runs at the app's default."""
+    own = tiny_gguf(tmp_path / "own.gguf", temperature=0.7)
+    plain = tiny_gguf(tmp_path / "plain.gguf")
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\xff" * 64)
+    assert await server_temperature(own) is None
+    assert await server_temperature(plain) == DEFAULT_TEMPERATURE
+    assert await server_temperature(broken) == DEFAULT_TEMPERATURE
+    assert await server_temperature(tmp_path / "gone.gguf") == DEFAULT_TEMPERATURE
 
 
 async def test_a_damaged_index_is_only_a_cache(tmp_path: Path) -> None:
