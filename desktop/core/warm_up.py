@@ -4,13 +4,12 @@ A turn's first request starts with everything said so far, and where the system 
 holds the earlier turns as a transcript before the tool prompt, the turn that just ended
 changes that prompt before the new message: the server reads that turn and the whole tool
 prompt again before the first word of the next answer, and on a CPU that is the wait a
-person notices. Once a turn has ended, the
-conversation with an empty request after it is sent for a one-token answer, so the
-server's prompt cache holds all of it when the next message comes; only that message is
-left to read. The person is reading meanwhile; a new turn, a calibration, a request to the
-local API or closing stops the warm-up first, and none starts while a calibration goes on
-(its requests take the slots). Only for a backend that caches prompts
-(`Features.caches_prompt`)."""
+person notices. Once a turn has ended, the conversation with an empty request after it is
+sent for a one-token answer, so the server's prompt cache holds all of it when the next
+message comes; only that message is left to read. The person is reading meanwhile; a new
+turn, a calibration, a request to the local API or closing stops the warm-up first, and
+none starts while a calibration goes on (its requests take the slots). Only for a backend
+that caches prompts (`Features.caches_prompt`)."""
 
 from __future__ import annotations
 
