@@ -121,7 +121,11 @@ async def local_models(folder: Path) -> list[LocalModel]:
 async def server_temperature(path: Path, timeout_s: float = HEADER_TIMEOUT_S) -> float | None:
     """The temperature to start the built-in server at for the model in `path`: None where
     the file names its own (the server takes it from there), else `DEFAULT_TEMPERATURE`.
-    A file whose header cannot be read gets the default: the server says what is wrong."""
+    A file whose header cannot be read gets the default: the server says what is wrong,
+    and what is not a file at all (a pipe would hold the read till its timeout) is left to
+    the server's start to refuse at once."""
+    if not path.is_file():
+        return DEFAULT_TEMPERATURE
     try:
         names_its_own = await run_isolated(_names_a_temperature, str(path), timeout_s=timeout_s)
     except Exception:  # a damaged or hostile file, or too slow to read

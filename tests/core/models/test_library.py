@@ -1,5 +1,7 @@
 """The GGUF files in models/: their headers read with gguf (and kept), delete, import."""
 
+import asyncio
+import os
 from pathlib import Path
 
 import gguf
@@ -71,6 +73,9 @@ async def test_a_model_runs_at_its_files_temperature_else_at_the_apps(tmp_path: 
     assert await server_temperature(plain) == DEFAULT_TEMPERATURE
     assert await server_temperature(broken) == DEFAULT_TEMPERATURE
     assert await server_temperature(tmp_path / "gone.gguf") == DEFAULT_TEMPERATURE
+    pipe = tmp_path / "pipe.gguf"
+    os.mkfifo(pipe)  # opening it for reading would wait for a writer
+    assert await asyncio.wait_for(server_temperature(pipe), 10) == DEFAULT_TEMPERATURE
 
 
 async def test_a_damaged_index_is_only_a_cache(tmp_path: Path) -> None:
