@@ -139,12 +139,16 @@ async def converse(
         session.read_ahead(cid)
         await session.warm_up.settled()
     turns = []
+    said: list[str] = []  # what the person and the tools said so far, for a chart's data
     for line in conversation["turns"]:
         expected = Expected.from_dict(line)
+        said.append(expected.user)
         turn = Turn(conversation["id"], conversation["half"], expected.user, expected.tool)
         turn.wanted = expected
         turn.history = list(session.conversation(cid))
         results: dict[str, str] = {}
+        called: dict[str, Any] = {}  # each call's arguments, by its id
+        drawn: dict[str, Any] = {}  # those of each tool's last call that ran
         failed = ""
         started = time.perf_counter()
         async for event in session.send(cid, expected.user):
@@ -154,6 +158,7 @@ async def converse(
                 case ToolCallParsed():
                     turn.calls.append(event.name)
                     turn.arguments.append(event.arguments)
+                    called[event.id] = event.arguments
                 case ToolRejected() if event.stage in ("parse", "withdrawn"):  # never parsed
                     turn.calls.append(event.name)
                     turn.arguments.append(event.arguments)
@@ -161,6 +166,9 @@ async def converse(
                     turn.repeats += 1
                 case ToolResult() if event.error is None:
                     results[event.name] = event.content
+                    drawn[event.name] = called.get(event.id)
+                    if event.name != "create_chart":  # a chart's result counts its points
+                        said.append(event.content)
                 case TurnFinished():
                     turn.answer = event.text
                 case TurnFailed():
@@ -176,7 +184,8 @@ async def converse(
             await session.warm_up.stop()
         trace = session.traces[cid][-1]
         turn.gate = [s.gate.to_dict() for s in trace.steps if s.gate is not None]
-        verdict = judge(expected, turn.calls, results, turn.answer, failed, turn.repeats)
+        verdict = judge(expected, turn.calls, results, turn.answer, failed, turn.repeats,
+                        drawn, "\n".join(said))  # fmt: skip
         turn.problems, turn.right = verdict.problems(), verdict.right
         turn.unwanted, turn.missed = len(verdict.unwanted_calls), verdict.missed_call
         turn.ignored, turn.refusal = verdict.result_ignored, verdict.refusal

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -33,6 +34,8 @@ CALL_SHAPED = re.compile(
     r"```(?:json)?\s*\{\s*\"name\"",
     re.IGNORECASE,
 )
+# A number as a person writes it: "7,006,652", "12.5", "95".
+NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class Verdict:
     loomchat_format: bool = False
     call_shaped: bool = False
     missing: bool = False  # the answer lacks what it must contain
+    made_up_data: bool = False  # a chart drawn of numbers nobody gave it
     failed: str = ""  # the turn ended in an error
 
     @property
@@ -73,7 +77,8 @@ class Verdict:
         return not (
             self.unwanted_calls or self.missed_call or self.repeated_call
             or self.result_ignored or self.refusal
-            or self.loomchat_format or self.call_shaped or self.missing or self.failed
+            or self.loomchat_format or self.call_shaped or self.missing
+            or self.made_up_data or self.failed
         )  # fmt: skip
 
     def problems(self) -> list[str]:
@@ -86,17 +91,22 @@ class Verdict:
             (self.loomchat_format, "Loomchat format shown"),
             (self.call_shaped, "call written out"),
             (self.missing, "answer lacks what it must say"),
+            (self.made_up_data, "chart of numbers nobody gave"),
             (bool(self.failed), f"failed: {self.failed}"),
         ]
         return [text for shown, text in named if shown]
 
 
 def judge(expected: Expected, calls: list[str], results: dict[str, str], answer: str,
-          failed: str = "", repeats: int = 0) -> Verdict:  # fmt: skip
+          failed: str = "", repeats: int = 0, drawn: Mapping[str, Any] | None = None,
+          said: str = "") -> Verdict:  # fmt: skip
     """`calls`: the tools the turn called, in order (refused ones too); `results`: each
     tool's last successful result; `repeats`: calls refused as made before (the person
-    sees each as a refused call)."""
+    sees each as a refused call); `drawn`: the arguments of each tool's last successful
+    call; `said`: what the person and the tools said in the conversation so far."""
     verdict = Verdict(failed=failed, repeated_call=repeats > 0)
+    chart = (drawn or {}).get("create_chart")
+    verdict.made_up_data = chart is not None and not chart_data_given(chart, said)
     verdict.unwanted_calls = [c for c in calls if c != expected.tool]
     verdict.missed_call = expected.tool is not None and expected.tool not in results
     if expected.uses_result and expected.tool in results:
@@ -122,6 +132,23 @@ def states_result(tool: str, result: str, answer: str) -> bool:
     if tool == "current_time" and isinstance(value, dict):
         return any(form.casefold() in answer.casefold() for form in time_forms(value))
     return True  # a chart: it was drawn; the answer is judged for refusals and formats
+
+
+def chart_data_given(arguments: Any, said: str) -> bool:
+    """Whether every number a chart shows (its values, and its more series') was given in
+    `said`: a chart of its tool example's numbers looks right and tells the person
+    nothing of theirs."""
+    if not isinstance(arguments, dict):
+        return False
+    shown = list(arguments.get("values") or [])
+    for series in arguments.get("more_series") or []:
+        if isinstance(series, dict):
+            shown += list(series.get("values") or [])
+    given = {Decimal(n.replace(",", "")) for n in NUMBER.findall(said)}
+    try:
+        return all(Decimal(str(value)) in given for value in shown)
+    except InvalidOperation:
+        return False
 
 
 def number_forms(text: str) -> set[str]:

@@ -62,3 +62,22 @@ def test_loomchat_formats_and_written_calls_are_caught() -> None:
     assert judge(hello, [], {}, fenced).call_shaped
     assert judge(hello, [], {}, "I'm sorry, I can't assist with that.").refusal
     assert judge(hello, [], {}, "   ").refusal
+
+
+def test_a_chart_of_numbers_nobody_gave_is_wrong() -> None:
+    chart = Expected("Make a bar chart of those sales.", "create_chart", (), True)
+    drew = {"create_chart": "Created a bar chart titled 'Sales' with 3 data points."}
+    said = "Our sales this year were: Jan 120, Feb 95, Mar 140, Apr 1,180.\nThanks!"
+    theirs = {"type": "bar", "title": "Sales", "labels": ["Jan", "Feb", "Mar", "Apr"],
+              "values": [120, 95.0, 140, 1180]}  # fmt: skip
+    assert judge(chart, ["create_chart"], drew, "Here it is.", said=said,
+                 drawn={"create_chart": theirs}).right  # fmt: skip
+    example = {**theirs, "labels": ["Jan", "Feb", "Mar"], "values": [10, 14, 9]}
+    copied = judge(chart, ["create_chart"], drew, "Here it is.", said=said,
+                   drawn={"create_chart": example})  # fmt: skip
+    assert copied.made_up_data and copied.problems() == ["chart of numbers nobody gave"]
+    second = {**theirs, "more_series": [{"name": "costs", "values": [1, 2, 3, 4]}]}
+    assert judge(chart, ["create_chart"], drew, "Here.", said=said,
+                 drawn={"create_chart": second}).made_up_data  # fmt: skip
+    assert judge(chart, ["create_chart"], drew, "Here.", said=said + " costs 1, 2, 3, 4",
+                 drawn={"create_chart": second}).right  # fmt: skip
