@@ -1,7 +1,13 @@
 """Words that say nothing of what a request is about: left out where requests are matched
-against text by their words (a call's licence, a document search)."""
+against text by their words (a call's licence, a document search); and how a number is
+written in text."""
 
 from __future__ import annotations
+
+import re
+
+# A number as a person writes it: "7,006,652", "12.5", "95".
+NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 
 _STOPWORDS_TEXT = """a about above after again all also am an and any are as at back be been
     before being below between both but by can could did do does doing done down during each

@@ -120,9 +120,9 @@ def _refused(item: str, judge: Licence) -> Refusal | None:
         return None
     if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict):
         return None
-    name = str(call.get("name"))
-    why = judge.refusal(ToolCall("", name, call["arguments"]))
-    return None if why is None else Refusal(name, why)
+    written = ToolCall("", str(call.get("name")), call["arguments"])
+    why = judge.refusal(written)
+    return None if why is None else Refusal(written.name, why, written)
 
 
 def first_name(gate: ProseGate) -> tuple[bool, str | None]:

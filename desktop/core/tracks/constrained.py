@@ -297,6 +297,9 @@ class ConstrainedTools(ProviderWrapper):
                 if made.redirected:
                     again = f"written again for {made.redirected}, which the request is about"
                     record = replace(record, reason=f"{record.reason}; {again}")
+                if made.narrowed:
+                    again = "written again with only the numbers said in the conversation"
+                    record = replace(record, reason=f"{record.reason}; {again}")
                 if made.refused:
                     record = replace(record, reason=f"{record.reason}; left out: {why}")
                 yield _call_reply(decision, made.written, free, record)

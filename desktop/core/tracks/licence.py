@@ -20,20 +20,20 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.example_numbers import copies_example_numbers
 from desktop.core.tracks.prompt import current_turn_start, is_request
-from desktop.core.words import STOPWORDS
+from desktop.core.words import NUMBER, STOPWORDS
 
 # A call at least half made of the person's values (or, after a result, of what was said):
 # "45 minutes in seconds" is 45 * 60, one value said and one known.
 GROUNDED_SHARE = 0.5
-_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _NAME_PARTS = re.compile(r"([a-z0-9])([A-Z])")
 # An example inside a description ("e.g. months") is a particular, not what the tool is for.
@@ -62,7 +62,7 @@ def _words(text: str) -> set[str]:
 
 def _numbers(text: str) -> set[str]:
     found = set()
-    for match in _NUMBER.findall(text):
+    for match in NUMBER.findall(text):
         try:
             found.add(str(Decimal(match.replace(",", "")).normalize()))
         except InvalidOperation:
@@ -205,6 +205,8 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     copies = any(values == values_of(e.arguments) for e in tool.examples)
     if values and copies and not values & said:
         return f"the call copies an example of {call.name}"
+    if copies_example_numbers(call, tool, messages):
+        return f"the call's numbers are an example's of {call.name}, none of them said"
     if _words(request) & tool_words(tool):
         return None
     from_request = grounded(values, content(request))
@@ -260,10 +262,12 @@ class Licence:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A call left out as not the person's: its tool, and why, in words for the trace."""
+    """A call left out as not the person's: its tool, and why, in words for the trace; the
+    call itself where it was written whole (not where it was refused at its name)."""
 
     name: str
     reason: str
+    call: ToolCall | None = field(default=None, compare=False)
 
 
 def tools_about(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[str]:
@@ -300,5 +304,5 @@ def licensed(
         if why is None:
             kept.append(call)
         else:
-            refused.append(Refusal(call.name, why))
+            refused.append(Refusal(call.name, why, call))
     return kept, refused

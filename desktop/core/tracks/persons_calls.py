@@ -6,7 +6,8 @@ A model that wrote a call to a tool the request is not about may still have mean
 after a chart, "What were the total sales?" opened with the chart again, while its words
 name the calculator. Where every call was left out and the request is about another
 offered tool, on a turn's first step, the calls are written once more with that tool
-first."""
+first. Where a call was left out for its tool example's numbers (`example_numbers`), the
+calls are written once more with only the numbers the conversation holds."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from desktop.core.messages import Message
 from desktop.core.providers.base import Constrained, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls
+from desktop.core.tracks.example_numbers import copies_example_numbers, narrowed, numbers_said
 from desktop.core.tracks.gate import Call, ConstrainedCalls
 from desktop.core.tracks.licence import Licence, Refusal, after_a_result, licensed, tools_about
 
@@ -26,12 +28,13 @@ from desktop.core.tracks.licence import Licence, Refusal, after_a_result, licens
 class PersonsCalls:
     """The calls kept (`written`, its calls the person's alone), why the others were left
     out, what the backend reported on the way, and the tool the calls were written again
-    for (None: they were not)."""
+    for (None: they were not); `narrowed`: written again with only the numbers said."""
 
     written: ConstrainedCalls
     refused: list[Refusal]
     passed_on: list[ProviderEvent]
     redirected: str | None = None
+    narrowed: bool = False
 
     @property
     def none_left(self) -> bool:
@@ -52,14 +55,24 @@ async def persons_calls(
     """`history`: the step's prompt, as the track built it (in its form of the tool
     prompt)."""
 
-    async def write(first: str | None) -> ConstrainedCalls:
+    async def write(first: str | None, offered: Sequence[ToolSpec] = tools) -> ConstrainedCalls:
         part = Constrained(first)
-        return await constrained_calls(inner, history, tools, options, part, known, judge)
+        return await constrained_calls(inner, history, offered, options, part, known, judge)
 
     written = decision.written or await write(decision.first)
     passed_on = list(written.passed_on)
     kept, refused = licensed(written.calls, tools, messages)
     refused += written.refused
+    copied = _copied(refused, tools, messages)
+    said = numbers_said(messages) if copied is not None else []
+    if copied is not None and not kept and not written.broken and said:
+        again = await write(copied, [narrowed(tool, said) for tool in tools])
+        passed_on += again.passed_on
+        again_kept, again_refused = licensed(again.calls, tools, messages)
+        refused += [*again_refused, *again.refused]
+        if again_kept or again.broken:
+            written, kept = again, again_kept
+            return PersonsCalls(replace(written, calls=kept), refused, passed_on, narrowed=True)
     redirected: str | None = None
     if not kept and not written.broken and not after_a_result(messages):
         tried = {refusal.name for refusal in refused}
@@ -72,3 +85,15 @@ async def persons_calls(
                 written, kept, redirected = again, again_kept, about[0]
                 refused += [*again_refused, *again.refused]
     return PersonsCalls(replace(written, calls=kept), refused, passed_on, redirected)
+
+
+def _copied(
+    refused: Sequence[Refusal], tools: Sequence[ToolSpec], messages: Sequence[Message]
+) -> str | None:
+    """The tool of the first call left out for copying its example's numbers, if any."""
+    by_name = {tool.name: tool for tool in tools}
+    for refusal in refused:
+        call, tool = refusal.call, by_name.get(refusal.name)
+        if call is not None and tool is not None and copies_example_numbers(call, tool, messages):
+            return tool.name
+    return None

@@ -102,3 +102,49 @@ async def test_calls_written_unpinned_are_written_again_too() -> None:
     ]
     assert [r.name for r in made.refused] == ["create_chart"]
     assert provider.requests[0].options.json_schema == call_schema([CHART, CALCULATOR])
+
+
+EXAMPLE_CHART = [{"name": "create_chart", "arguments": {
+    "type": "bar", "title": "Sales", "labels": ["Jan", "Feb", "Mar"], "values": [10, 14, 9]}}]  # fmt: skip
+THEIR_CHART = [{"name": "create_chart", "arguments": {
+    "type": "bar", "title": "Sales", "labels": ["Jan", "Feb", "Mar"], "values": [120, 95, 140]}}]  # fmt: skip
+
+
+def charting(*answers: object) -> ScriptedProvider:
+    """Opens with the chart, then writes each of `answers` as the step's calls."""
+    return ScriptedProvider(
+        [Step(chunks=['{"name": "create_chart"']),
+         *[Step(chunks=[json.dumps(a)]) for a in answers], Step(chunks=["In words."])],
+        constrains_json=True,
+    )  # fmt: skip
+
+
+async def test_a_chart_of_its_examples_numbers_is_written_again_with_the_numbers_said() -> None:
+    """ "A bar chart of those sales", turns after the sales: the example's data were the
+    model's first pick; written again, the grammar offers only the conversation's."""
+    provider = charting(EXAMPLE_CHART, THEIR_CHART)
+    messages = [Message.user(SALES), Message.assistant("Noted."),
+                Message.user("Make a bar chart of those sales.")]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert [c.arguments["values"] for c in reply.tool_calls] == [[120, 95, 140]]
+    schema = json.dumps(provider.requests[2].options.json_schema)
+    assert '"enum": [120, 95, 140]' in schema
+    assert reply.record is not None and reply.record.verdict == "call"
+    assert "written again with only the numbers said" in reply.record.reason
+    assert "numbers are an example's of create_chart" in reply.record.reason
+
+
+async def test_with_no_number_said_a_copied_chart_is_answered_in_words() -> None:
+    provider = charting(EXAMPLE_CHART)
+    messages = [Message.user("I sell bread."), Message.assistant("Nice."),
+                Message.user("Make a bar chart of my sales.")]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert reply.tool_calls == [] and reply.text == "In words."
+    assert len(provider.requests) == 3  # the free answer, one writing, the answer in words
+
+
+async def test_the_examples_numbers_said_by_the_person_are_theirs() -> None:
+    provider = charting(EXAMPLE_CHART)
+    messages = [Message.user("Chart these: Jan 10, Feb 14, Mar 9.")]
+    reply = await reply_to(messages, provider)
+    assert [c.arguments["values"] for c in reply.tool_calls] == [[10, 14, 9]]
