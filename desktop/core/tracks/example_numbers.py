@@ -76,8 +76,28 @@ def copies_example_numbers(call: ToolCall, tool: ToolSpec, messages: Sequence[Me
 
 def narrowed(tool: ToolSpec, numbers: Sequence[Decimal]) -> ToolSpec:
     """The tool with each number in its parameters one of `numbers` (an integer one of
-    those that are whole), for the grammar to write a call of what was said."""
-    return replace(tool, parameters=_narrowed(tool.parameters, numbers, 0))
+    those that are whole), for the grammar to write a call of what was said; and the
+    arguments that hold numbers first, so that the others are written to fit the data (a
+    grammar writes them in the schema's order: a chart's labels, written first, were the
+    example's three for the person's four values)."""
+    parameters = _narrowed(tool.parameters, numbers, 0)
+    properties = parameters.get("properties")
+    if isinstance(properties, dict):
+        first = {k: v for k, v in properties.items() if _holds_numbers(v, 0)}
+        parameters["properties"] = first | properties
+    return replace(tool, parameters=parameters)
+
+
+def _holds_numbers(schema: Any, depth: int) -> bool:
+    if depth > _SCHEMA_DEPTH:
+        return False
+    if isinstance(schema, list):
+        return any(_holds_numbers(item, depth + 1) for item in schema)
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") in ("number", "integer"):
+        return True
+    return any(_holds_numbers(value, depth + 1) for value in schema.values())
 
 
 def _narrowed(schema: Any, numbers: Sequence[Decimal], depth: int) -> Any:

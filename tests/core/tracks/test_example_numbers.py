@@ -102,3 +102,11 @@ def test_the_charts_own_schema_narrowed_still_takes_the_persons_chart() -> None:
     jsonschema.validate(theirs, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**theirs, "values": [10, 14, 9]}, schema)
+
+
+def test_narrowed_the_arguments_that_hold_numbers_come_first() -> None:
+    """The grammar writes the schema's order: the data first, the labels to fit them."""
+    order = list(narrowed(CHART, numbers_said(SALES)).parameters["properties"])
+    assert order[:2] == ["values", "more_series"]
+    assert sorted(order) == sorted(CHART.parameters["properties"])
+    assert list(CHART.parameters["properties"])[:3] == ["type", "title", "labels"]
