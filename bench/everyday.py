@@ -13,10 +13,11 @@ repeated; everything else is the app's.
 Reports per model and half: turns right; unwanted calls (a tool called where the person
 expected none, or another tool than the one expected); missed calls; calls made again
 after their result (refused by the deduplicator, shown to the person); results not used;
-refusals; Loomchat's formats or a call written out in an answer; seconds to the first
-visible token and per turn. Unless `--no-plain`, each turn that needs no tool is asked
-again afterwards with no tools offered, on the same history, and the two are compared: a
-turn that needs no tool should cost little more than a plain answer. Two ratios: the whole
+refusals; Loomchat's formats or a call written out in an answer; a chart of numbers
+nobody gave (the tool example's data); seconds to the first visible token and per turn.
+Unless `--no-plain`, each turn that needs no tool is asked again afterwards with no tools
+offered, on the same history, and the two are compared: a turn that needs no tool should
+cost little more than a plain answer. Two ratios: the whole
 turn's (swayed by the two answers' lengths, each a sample of its own) and its first
 visible word's (what the call gate costs). The plain answer is judged too: a no-tool turn
 it gets wrong (a fact the model does not know) is beyond any change to tool calling.
