@@ -6,8 +6,9 @@ A model that wrote a call to a tool the request is not about may still have mean
 after a chart, "What were the total sales?" opened with the chart again, while its words
 name the calculator. Where every call was left out and the request is about another
 offered tool, on a turn's first step, the calls are written once more with that tool
-first. Where a call was left out for its tool example's numbers (`example_numbers`), the
-calls are written once more with only the numbers the conversation holds."""
+first. Where a call was left out for its tool example's numbers (`example_numbers`), and
+the request is about that tool or none, the calls are written once more with only the
+numbers the conversation holds."""
 
 from __future__ import annotations
 
@@ -63,7 +64,11 @@ async def persons_calls(
     passed_on = list(written.passed_on)
     kept, refused = licensed(written.calls, tools, messages)
     refused += written.refused
+    about_any = tools_about(messages, tools)
     copied = _copied(refused, tools, messages)
+    # Where the request is about another tool, that one is written instead (below).
+    if copied is not None and about_any and copied not in about_any:
+        copied = None
     said = numbers_said(messages) if copied is not None else []
     if copied is not None and not kept and not written.broken and said:
         again = await write(copied, [narrowed(tool, said) for tool in tools])
@@ -76,7 +81,7 @@ async def persons_calls(
     redirected: str | None = None
     if not kept and not written.broken and not after_a_result(messages):
         tried = {refusal.name for refusal in refused}
-        about = [name for name in tools_about(messages, tools) if name not in tried]
+        about = [name for name in about_any if name not in tried]
         if about:
             again = await write(about[0])
             passed_on += again.passed_on

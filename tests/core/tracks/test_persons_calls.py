@@ -148,3 +148,16 @@ async def test_the_examples_numbers_said_by_the_person_are_theirs() -> None:
     messages = [Message.user("Chart these: Jan 10, Feb 14, Mar 9.")]
     reply = await reply_to(messages, provider)
     assert [c.arguments["values"] for c in reply.tool_calls] == [[10, 14, 9]]
+
+
+async def test_a_copied_chart_for_a_request_about_another_tool_is_written_for_that_one() -> None:
+    """ "What were the total sales?" after the sales: the chart's example was left out, and
+    the calls are written for the calculator, which the request is about, not narrowed."""
+    provider = charting(EXAMPLE_CHART, TOTAL)
+    messages = [Message.user(SALES), Message.assistant("Noted."),
+                Message.user("What were the total sales?")]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert [c.name for c in reply.tool_calls] == ["calculator"]
+    assert provider.requests[2].options.json_schema == call_schema(
+        [CHART, CALCULATOR], first="calculator"
+    )
