@@ -25,6 +25,9 @@ LEAST_COPIED = 2
 # The numbers a grammar may choose among: the latest said, so a long result cannot make
 # the grammar as long as itself.
 MOST_NUMBERS_OFFERED = 100
+# Longer than this, a run of digits is no datum a call could take (an id, a pasted blob),
+# and as JSON it could be more than a parser takes.
+MOST_DIGITS = 30
 _SCHEMA_DEPTH = 8
 
 
@@ -58,6 +61,8 @@ def numbers_said(messages: Sequence[Message]) -> list[Decimal]:
     said: dict[Decimal, None] = {}
     for message in messages:
         for match in NUMBER.findall(message.text):
+            if len(match) > MOST_DIGITS:
+                continue
             if (number := _decimal(match)) is not None:
                 said.pop(number, None)
                 said[number] = None

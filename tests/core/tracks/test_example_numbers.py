@@ -3,6 +3,7 @@ a grammar that offers only the numbers said."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import jsonschema
@@ -110,3 +111,11 @@ def test_narrowed_the_arguments_that_hold_numbers_come_first() -> None:
     assert order[:2] == ["values", "more_series"]
     assert sorted(order) == sorted(CHART.parameters["properties"])
     assert list(CHART.parameters["properties"])[:3] == ["type", "title", "labels"]
+
+
+def test_a_run_of_digits_too_long_to_be_data_is_not_offered() -> None:
+    """Python will not write an integer of thousands of digits as JSON: such a run in a
+    message must not reach the grammar."""
+    said = numbers_said([Message.user("9" * 5000 + " and 12")])
+    assert said == [Decimal(12)]
+    json.dumps(narrowed(CHART, said).parameters)
