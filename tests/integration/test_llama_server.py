@@ -327,3 +327,40 @@ def emulated_history_for(question: str, tool: Tool) -> list[Message]:
     from desktop.core.tracks.prompt import emulated_history
 
     return emulated_history([Message.user(question)], [tool])
+
+
+async def test_a_grammar_narrowed_to_the_numbers_said_writes_only_those(
+    llama_server: LlamaServer,
+) -> None:
+    """The chart's schema narrowed to the conversation's numbers, data first: the real
+    server's grammar takes it, and the call it writes is the person's chart, valid under
+    the chart's own schema, whatever the example in the prompt says."""
+    from desktop.core.events import TextChunk
+    from desktop.core.tools.builtin.charts import chart_tool
+    from desktop.core.tracks.example_numbers import narrowed, numbers_said
+    from desktop.core.tracks.prompt import emulated_history
+    from desktop.core.tracks.step_calls import call_schema
+
+    chart = chart_tool(dark=False)
+    messages = [
+        Message.user("Our sales this year were: Jan 120, Feb 95, Mar 140, Apr 180."),
+        Message.assistant("Noted."),
+        Message.user("Make a bar chart of those sales."),
+    ]
+    said = numbers_said(messages)
+    provider = make_provider("llamacpp", llama_server.base_url)
+    schema = call_schema([narrowed(chart, said)], first=chart.name)
+    constrained = RequestOptions(temperature=0, seed=42, max_tokens=200, json_schema=schema)
+    history = emulated_history(messages, [chart])
+    text = "".join(
+        [
+            e.text
+            async for e in provider.stream(history, [], constrained)
+            if isinstance(e, TextChunk)
+        ]
+    )
+    await provider.aclose()
+    (call,) = json.loads(text)
+    assert call["name"] == "create_chart"
+    assert set(call["arguments"]["values"]) <= {120, 95, 140, 180}
+    assert Toolbox([chart]).validate("create_chart", call["arguments"]) is None
