@@ -279,7 +279,6 @@ async def test_a_schema_with_its_own_definitions_is_written_under_the_grammar(
     """pydantic and FastMCP servers write `$defs` and `$ref`s; under the step's call schema
     the tool's references still name its own definitions, so the server's grammar takes
     them and the call is one its schema accepts; the prompt shows the definitions."""
-    from desktop.core.events import TextChunk
     from desktop.core.tracks.prompt import render_tool
     from desktop.core.tracks.step_calls import call_schema
 
@@ -302,25 +301,36 @@ async def test_a_schema_with_its_own_definitions_is_written_under_the_grammar(
     assert '"name": {"type": "string"}' in render_tool(meeting) and "$ref" not in render_tool(
         meeting
     )
-    provider = make_provider("llamacpp", llama_server.base_url)
     history = emulated_history_for("Schedule a meeting called Review with Ann.", meeting)
-    constrained = RequestOptions(temperature=0, seed=42, max_tokens=200,
-                                 json_schema=call_schema([meeting]))  # fmt: skip
-    text = "".join(
-        [
-            e.text
-            async for e in provider.stream(history, [], constrained)
-            if isinstance(e, TextChunk)
-        ]
-    )
-    await provider.aclose()
-    (call,) = json.loads(text)
+    (call,) = await calls_written(llama_server, history, call_schema([meeting]))
     assert call["name"] == "schedule_meeting"
     assert Toolbox([meeting]).validate("schedule_meeting", call["arguments"]) is None
 
 
 async def _noop(arguments: dict[str, Any]) -> str:
     return "ok"
+
+
+async def calls_written(
+    server: LlamaServer, history: list[Message], schema: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The calls the real server writes for `history` under the grammar of `schema`."""
+    from desktop.core.events import TextChunk
+
+    provider = make_provider("llamacpp", server.base_url)
+    constrained = RequestOptions(temperature=0, seed=42, max_tokens=200, json_schema=schema)
+    try:
+        text = "".join(
+            [
+                e.text
+                async for e in provider.stream(history, [], constrained)
+                if isinstance(e, TextChunk)
+            ]
+        )
+    finally:
+        await provider.aclose()
+    calls: list[dict[str, Any]] = json.loads(text)
+    return calls
 
 
 def emulated_history_for(question: str, tool: Tool) -> list[Message]:
@@ -335,7 +345,6 @@ async def test_a_grammar_narrowed_to_the_numbers_said_writes_only_those(
     """The chart's schema narrowed to the conversation's numbers, data first: the real
     server's grammar takes it, and the call it writes is the person's chart, valid under
     the chart's own schema, whatever the example in the prompt says."""
-    from desktop.core.events import TextChunk
     from desktop.core.tools.builtin.charts import chart_tool
     from desktop.core.tracks.example_numbers import narrowed, numbers_said
     from desktop.core.tracks.prompt import emulated_history
@@ -347,20 +356,8 @@ async def test_a_grammar_narrowed_to_the_numbers_said_writes_only_those(
         Message.assistant("Noted."),
         Message.user("Make a bar chart of those sales."),
     ]
-    said = numbers_said(messages)
-    provider = make_provider("llamacpp", llama_server.base_url)
-    schema = call_schema([narrowed(chart, said)], first=chart.name)
-    constrained = RequestOptions(temperature=0, seed=42, max_tokens=200, json_schema=schema)
-    history = emulated_history(messages, [chart])
-    text = "".join(
-        [
-            e.text
-            async for e in provider.stream(history, [], constrained)
-            if isinstance(e, TextChunk)
-        ]
-    )
-    await provider.aclose()
-    (call,) = json.loads(text)
+    schema = call_schema([narrowed(chart, numbers_said(messages))], first=chart.name)
+    (call,) = await calls_written(llama_server, emulated_history(messages, [chart]), schema)
     assert call["name"] == "create_chart"
     assert set(call["arguments"]["values"]) <= {120, 95, 140, 180}
     assert Toolbox([chart]).validate("create_chart", call["arguments"]) is None
