@@ -64,22 +64,22 @@ async def persons_calls(
     passed_on = list(written.passed_on)
     kept, refused = licensed(written.calls, tools, messages)
     refused += written.refused
+    if kept or written.broken:
+        return PersonsCalls(replace(written, calls=kept), refused, passed_on)
     about_any = tools_about(messages, tools)
     copied = _copied(refused, tools, messages)
-    # Where the request is about another tool, that one is written instead (below).
-    if copied is not None and about_any and copied not in about_any:
-        copied = None
     said = numbers_said(messages) if copied is not None else []
-    if copied is not None and not kept and not written.broken and said:
+    # Where the request is about another tool, that one is written instead (below).
+    if said and (not about_any or copied in about_any):
         again = await write(copied, [narrowed(tool, said) for tool in tools])
         passed_on += again.passed_on
         again_kept, again_refused = licensed(again.calls, tools, messages)
         refused += [*again_refused, *again.refused]
         if again_kept or again.broken:
-            written, kept = again, again_kept
-            return PersonsCalls(replace(written, calls=kept), refused, passed_on, narrowed=True)
+            calls = replace(again, calls=again_kept)
+            return PersonsCalls(calls, refused, passed_on, narrowed=True)
     redirected: str | None = None
-    if not kept and not written.broken and not after_a_result(messages):
+    if not after_a_result(messages):
         tried = {refusal.name for refusal in refused}
         about = [name for name in about_any if name not in tried]
         if about:
