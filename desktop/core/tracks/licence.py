@@ -6,7 +6,8 @@ two apart needs no model. A call that copies an example of the tool's is not the
 Otherwise a call is the person's when the request is about its tool (they
 share words with its name, description or parameters), or when its values are mostly what
 the person said. Later in a turn, after a tool's result, a call may also take its values
-from the conversation and the results (a chain: list the files, then read one). A call that
+from the conversation and the results (a chain: list the files, then read one); and a
+follow-up may add one value to earlier ones ("divide that by 2"). A call that
 is none of these is made up, and the model is asked for its answer in words instead.
 
 Some calls are judged by their tool's name alone: where the request is about no offered
@@ -212,10 +213,14 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     from_request = grounded(values, content(request))
     if from_request is not None and from_request >= GROUNDED_SHARE:
         return None
-    if after_a_result(messages):
-        from_conversation = grounded(values, said)
-        if from_conversation is not None and from_conversation >= GROUNDED_SHARE:
-            return None
+    from_conversation = grounded(values, said)
+    if after_a_result(messages) and (from_conversation or 0) >= GROUNDED_SHARE:
+        return None
+    # A follow-up adds a value to what the conversation holds: "And if I divide that by 2?"
+    # after "What is 1234 * 5678?" is 1234 * 5678 / 2. One that adds none ("Thanks!") is
+    # not asking for the earlier values again.
+    if from_request and from_conversation == 1:
+        return None
     if from_request is None:
         return f"the request is not about {call.name}"
     return f"the request is not about {call.name}, and the call's values are not the person's"

@@ -214,3 +214,16 @@ def _nested(depth: int) -> dict[str, object]:
     for _ in range(depth):
         schema = {"type": "array", "items": schema}
     return schema
+
+
+def test_a_follow_up_adds_its_value_to_the_earlier_ones() -> None:
+    earlier = [Message.user("What is 1234 * 5678?"), Message.assistant("It is 7006652.")]
+    divide = call("calculator", expression="1234 * 5678 / 2")
+    assert (
+        refusal(divide, CALCULATOR, [*earlier, Message.user("And if I divide that by 2?")]) is None
+    )
+    # A value nobody said is still made up, and so is a call the request adds nothing to.
+    made_up = call("calculator", expression="1234 * 5678 / 3 + 2")
+    assert refusal(made_up, CALCULATOR, [*earlier, Message.user("And divided by 2?")]) is not None
+    thanks = [*earlier, Message.user("Thanks, 2 thumbs up!")]
+    assert refusal(call("calculator", expression="1234 * 5678"), CALCULATOR, thanks) is not None
