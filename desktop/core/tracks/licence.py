@@ -216,10 +216,11 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     from_conversation = grounded(values, said)
     if after_a_result(messages) and (from_conversation or 0) >= GROUNDED_SHARE:
         return None
-    # A follow-up adds a value to what the conversation holds: "And if I divide that by 2?"
-    # after "What is 1234 * 5678?" is 1234 * 5678 / 2. One that adds none ("Thanks!") is
-    # not asking for the earlier values again.
-    if from_request and from_conversation == 1:
+    # A follow-up adds a number to what the conversation holds: "And if I divide that by
+    # 2?" after "What is 1234 * 5678?" is 1234 * 5678 / 2. One that adds none ("Thanks!")
+    # is not asking for the earlier values again, nor is a word shared ("the total sales"
+    # and a chart titled "Sales").
+    if values & _numbers(request) and from_conversation == 1:
         return None
     if from_request is None:
         return f"the request is not about {call.name}"

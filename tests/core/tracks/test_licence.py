@@ -227,3 +227,18 @@ def test_a_follow_up_adds_its_value_to_the_earlier_ones() -> None:
     assert refusal(made_up, CALCULATOR, [*earlier, Message.user("And divided by 2?")]) is not None
     thanks = [*earlier, Message.user("Thanks, 2 thumbs up!")]
     assert refusal(call("calculator", expression="1234 * 5678"), CALCULATOR, thanks) is not None
+
+
+def test_a_word_of_the_request_is_no_follow_up_of_earlier_values() -> None:
+    """ "What were the total sales?" got a chart of the earlier sales titled "Sales":
+    every value said, one word the request's, and still not what it asked."""
+    messages = [
+        Message.user("Our sales: Jan 120, Feb 95."),
+        Message.assistant("Noted."),
+        Message.user("Make a bar chart of those sales."),
+        Message.assistant("Here it is."),
+        Message.user("What were the total sales?"),
+    ]
+    chart = call("create_chart", type="bar", title="Sales", labels=["Jan", "Feb"], values=[120, 95])
+    why = refusal(chart, CREATE_CHART, messages)
+    assert why is not None and "not about create_chart" in why
