@@ -361,3 +361,29 @@ async def test_a_grammar_narrowed_to_the_numbers_said_writes_only_those(
     assert call["name"] == "create_chart"
     assert set(call["arguments"]["values"]) <= {120, 95, 140, 180}
     assert Toolbox([chart]).validate("create_chart", call["arguments"]) is None
+
+
+async def test_an_expression_narrowed_to_the_numbers_said_writes_only_those(
+    llama_server: LlamaServer,
+) -> None:
+    """The calculator's pattern narrowed to the conversation's numbers: the real server's
+    converter reads the pattern (plain groups, an escaped class) and the expression it
+    writes holds only numbers said, or single digits, where the prompt's own example
+    shows others."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+    from desktop.core.tracks.example_numbers import data_numbers, narrowed, numbers_said
+    from desktop.core.tracks.prompt import emulated_history
+    from desktop.core.tracks.step_calls import call_schema
+
+    messages = [
+        Message.user("Our sales this year were: Jan 120, Feb 95, Mar 140, Apr 180."),
+        Message.assistant("Noted."),
+        Message.user("What were the total sales?"),
+    ]
+    said = numbers_said(messages)
+    schema = call_schema([narrowed(CALCULATOR, said)], first=CALCULATOR.name)
+    (call,) = await calls_written(llama_server, emulated_history(messages, [CALCULATOR]), schema)
+    assert call["name"] == "calculator"
+    written = data_numbers(call["arguments"])
+    assert written and all(n in said or n in range(10) for n in written), call
+    assert Toolbox([CALCULATOR]).validate("calculator", call["arguments"]) is None

@@ -1,23 +1,30 @@
-"""A call whose data are its tool's example, and the grammar that writes it again.
+"""A call whose data are the tool prompt's examples, and the grammar that writes it again.
 
 Asked for "a bar chart of those sales" a few turns after the person gave them, a small
 model wrote the chart tool's example (`[10, 14, 9]`) instead of the person's numbers: the
 example sits nearer the request than the earlier turn. The chart looks right and tells
 the person nothing of theirs. Words cannot show such a copy (the example's labels, "Jan",
-"Feb", were the person's words too), but the numbers do: several numbers taken from an
-example, none of them said, are made up. Such a call is written once more under a grammar
-whose numbers can only be ones the conversation holds.
+"Feb", were the person's words too), but the numbers do. The same model asked for the
+total of those sales computed `12.5 + 7`, the calculator's own example, and their average
+as `10 + 14 + 9 / 4`, the chart's: examples leak across tools and into strings. So a call
+is made up when several of its numbers, at least half of them, are numbers the tool
+prompt shows (in any offered tool's examples or descriptions) that nobody said. Such a
+call is written once more under a grammar whose numbers can only be ones the conversation
+holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+import string
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.char_class import as_class, characters, one_class
 from desktop.core.words import NUMBER
 
 # One number copied may be a default anyone would pick; a list of them is data.
@@ -29,6 +36,8 @@ MOST_NUMBERS_OFFERED = 100
 # and as JSON it could be more than a parser takes.
 MOST_DIGITS = 30
 _SCHEMA_DEPTH = 8
+# What joins digits into one number: not a separator between two numbers said.
+_JOINING = frozenset(string.digits + ".,eE_")
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -38,17 +47,25 @@ def _decimal(value: Any) -> Decimal | None:
         return None
 
 
-def data_numbers(arguments: Any) -> set[Decimal]:
-    """The numbers a call's arguments hold as JSON numbers (not inside strings), however
-    deeply nested (no recursion)."""
+def _in_text(text: str) -> Iterator[Decimal]:
+    for match in NUMBER.findall(text):
+        if len(match) <= MOST_DIGITS and (number := _decimal(match)) is not None:
+            yield number
+
+
+def data_numbers(value: Any) -> set[Decimal]:
+    """The numbers in a call's arguments (or any JSON value): its JSON numbers and those
+    written inside its strings (an expression's), however deeply nested (no recursion)."""
     found: set[Decimal] = set()
-    stack = [arguments]
+    stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+        elif isinstance(item, str):
+            found.update(_in_text(item))
         elif isinstance(item, int | float) and not isinstance(item, bool):
             number = _decimal(item)
             if number is not None and number.is_finite():
@@ -56,32 +73,66 @@ def data_numbers(arguments: Any) -> set[Decimal]:
     return found
 
 
-def numbers_said(messages: Sequence[Message]) -> list[Decimal]:
-    """The numbers the conversation's messages hold, each once, the latest kept."""
+def _said(messages: Sequence[Message]) -> dict[Decimal, None]:
+    """Every number the conversation's messages hold, once, in the order last said."""
     said: dict[Decimal, None] = {}
     for message in messages:
-        for match in NUMBER.findall(message.text):
-            if len(match) > MOST_DIGITS:
-                continue
-            if (number := _decimal(match)) is not None:
-                said.pop(number, None)
-                said[number] = None
-    return list(said)[-MOST_NUMBERS_OFFERED:]
+        for number in _in_text(message.text):
+            said.pop(number, None)
+            said[number] = None
+    return said
 
 
-def copies_example_numbers(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> bool:
-    """Whether the call's numbers are several of one of its tool's examples, none said."""
+def numbers_said(messages: Sequence[Message]) -> list[Decimal]:
+    """The numbers a grammar may offer: those the conversation holds, the latest kept."""
+    return list(_said(messages))[-MOST_NUMBERS_OFFERED:]
+
+
+def prompt_numbers(tools: Iterable[ToolSpec]) -> set[Decimal]:
+    """The numbers the tool prompt shows as particulars: in the tools' examples and in
+    their descriptions, defaults and examples within the schema (a description's "e.g.
+    (12.5 + 7) * 3 / 4"); not a pattern's or an enum's, which say what a value may be."""
+    found: set[Decimal] = set()
+    for tool in tools:
+        found |= data_numbers([tool.description, *_particulars(tool.parameters)])
+        for example in tool.examples:
+            found |= data_numbers([example.prompt, example.arguments])
+    return found
+
+
+def _particulars(schema: Any) -> Iterator[Any]:
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _SCHEMA_DEPTH:
+            continue
+        if isinstance(item, list):
+            stack.extend((value, depth + 1) for value in item)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                # A parameter named "description" is a schema, not a description.
+                if key in ("default", "examples") or (
+                    key == "description" and isinstance(value, str)
+                ):
+                    yield value
+                else:
+                    stack.append((value, depth + 1))
+
+
+def copies_example_numbers(
+    call: ToolCall, offered: Iterable[ToolSpec], messages: Sequence[Message]
+) -> bool:
+    """Whether several of the call's numbers, at least half of them, are the tool prompt's
+    own (`prompt_numbers` of the offered tools) and were never said."""
     numbers = data_numbers(call.arguments)
-    if len(numbers) < LEAST_COPIED:
-        return False
-    if not any(numbers <= data_numbers(example.arguments) for example in tool.examples):
-        return False
-    return not numbers & set(numbers_said(messages))
+    copied = (numbers & prompt_numbers(offered)) - _said(messages).keys()
+    return len(copied) >= LEAST_COPIED and 2 * len(copied) >= len(numbers)
 
 
 def narrowed(tool: ToolSpec, numbers: Sequence[Decimal]) -> ToolSpec:
     """The tool with each number in its parameters one of `numbers` (an integer one of
-    those that are whole), for the grammar to write a call of what was said; and the
+    those that are whole; in a string of digits and operators, one of them or a single
+    digit), for the grammar to write a call of what was said; and the
     arguments that hold numbers first, so that the others are written to fit the data (a
     grammar writes them in the schema's order: a chart's labels, written first, were the
     example's three for the person's four values)."""
@@ -118,7 +169,32 @@ def _narrowed(schema: Any, numbers: Sequence[Decimal], depth: int) -> Any:
         allowed = list(_as_json(numbers, whole=kind == "integer"))
         if allowed:
             narrowed_schema["enum"] = allowed
+    if kind == "string" and (pattern := _numbers_pattern(schema.get("pattern"), numbers)):
+        narrowed_schema["pattern"] = pattern
     return narrowed_schema
+
+
+def _numbers_pattern(pattern: Any, numbers: Sequence[Decimal]) -> str | None:
+    """A string pattern of one class that takes digits (an expression's), narrowed to the
+    numbers said, or a single digit (a count anyone may write: the four months of an
+    average), with the class's other characters between them (None: not such a pattern).
+    Groups are plain parentheses: llama.cpp's converter reads no `(?:`."""
+    char = one_class(pattern)
+    if char is None or not any(char.fullmatch(d) for d in string.digits):
+        return None
+    gap = as_class([c for c in characters(char) if c not in _JOINING])
+    if gap is None:
+        return None
+    written = {_written(n) for n in numbers if n >= 0}
+    fits = sorted((w for w in written if all(char.fullmatch(c) for c in w)), key=len)
+    number = "(" + "|".join([*(re.escape(w) for w in reversed(fits)), "[0-9]"]) + ")"
+    return f"^{gap}*{number}({gap}+{number})*{gap}*$"
+
+
+def _written(number: Decimal) -> str:
+    if number == number.to_integral_value():
+        return str(int(number))
+    return format(number.normalize(), "f")
 
 
 def _as_json(numbers: Sequence[Decimal], *, whole: bool) -> Iterator[int | float]:

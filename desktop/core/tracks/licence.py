@@ -28,6 +28,7 @@ from typing import Any
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.char_class import one_class
 from desktop.core.tracks.example_numbers import copies_example_numbers
 from desktop.core.tracks.prompt import current_turn_start, is_request
 from desktop.core.words import NUMBER, STOPWORDS
@@ -39,10 +40,6 @@ _WORD = re.compile(r"[^\W\d_]{3,}")
 _NAME_PARTS = re.compile(r"([a-z0-9])([A-Z])")
 # An example inside a description ("e.g. months") is a particular, not what the tool is for.
 _EXAMPLE_CLAUSE = re.compile(r"\b(?:e\.g\.|for example|such as)[^.;,)]*", re.IGNORECASE)
-# A string pattern that is one character class, repeated: "^[0-9+*/ ]+$". Any other pattern
-# may let a value hold anything, as far as the name-alone verdict knows.
-_ONE_CLASS = re.compile(r"\^(\[(?:\\.|[^\]\\])+\])[+*]\$")
-_SET_OPERATIONS = ("[", "--", "&&", "~~", "||")
 _KEYWORDS_THAT_WIDEN = ("anyOf", "oneOf", "allOf", "$ref", "not", "if", "prefixItems")
 _SCHEMA_DEPTH = 8
 
@@ -152,13 +149,8 @@ def _string_could_hold(pattern: Any, numbers: set[str], words: set[str]) -> bool
     """Whether a string matching `pattern` could hold one of the numbers or words."""
     if not numbers and not words:
         return False
-    one_class = _ONE_CLASS.fullmatch(pattern) if isinstance(pattern, str) else None
-    # Sets inside sets are read otherwise by newer Pythons (and warned of): not read here.
-    if one_class is None or any(op in one_class.group(1)[1:] for op in _SET_OPERATIONS):
-        return True
-    try:
-        char = re.compile(one_class.group(1), re.IGNORECASE)
-    except re.error:
+    char = one_class(pattern, re.IGNORECASE)
+    if char is None:
         return True
     if numbers and any(char.fullmatch(d) for d in "0123456789"):
         return True  # some digits at least: a number said may be written
@@ -197,8 +189,11 @@ def request_of(messages: Sequence[Message]) -> str:
     return messages[start].text if messages and is_request(messages[start]) else ""
 
 
-def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str | None:
-    """None if the call is the person's; else why not, in words for the inspector."""
+def refusal(
+    call: ToolCall, tool: ToolSpec, messages: Sequence[Message], offered: Sequence[ToolSpec] = ()
+) -> str | None:
+    """None if the call is the person's; else why not, in words for the inspector.
+    `offered`: the step's other tools, whose examples' numbers the call may have copied."""
     request = request_of(messages)
     values = values_of(call.arguments)
     said = content(" ".join(m.text for m in messages))
@@ -206,8 +201,8 @@ def refusal(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> str 
     copies = any(values == values_of(e.arguments) for e in tool.examples)
     if values and copies and not values & said:
         return f"the call copies an example of {call.name}"
-    if copies_example_numbers(call, tool, messages):
-        return f"the call's numbers are an example's of {call.name}, none of them said"
+    if copies_example_numbers(call, [tool, *offered], messages):
+        return f"the call's numbers are the tool prompt's examples', not said ({call.name})"
     if _words(request) & tool_words(tool):
         return None
     from_request = grounded(values, content(request))
@@ -291,7 +286,9 @@ def refusal_of(
     """Why a call is not the person's, as `licensed` judges it (None: it is, or it names
     no offered tool, which is another rule's)."""
     tool = next((t for t in tools if t.name == call.name), None)
-    return None if tool is None else refusal(trimmed(call, tool, messages), tool, messages)
+    if tool is None:
+        return None
+    return refusal(trimmed(call, tool, messages), tool, messages, tools)
 
 
 def licensed(
@@ -306,7 +303,7 @@ def licensed(
         tool = by_name.get(call.name)
         if tool is not None:
             call = trimmed(call, tool, messages)
-        why = refusal(call, tool, messages) if tool is not None else None
+        why = refusal(call, tool, messages, tools) if tool is not None else None
         if why is None:
             kept.append(call)
         else:

@@ -6,9 +6,9 @@ A model that wrote a call to a tool the request is not about may still have mean
 after a chart, "What were the total sales?" opened with the chart again, while its words
 name the calculator. Where every call was left out and the request is about another
 offered tool, on a turn's first step, the calls are written once more with that tool
-first. Where a call was left out for its tool example's numbers (`example_numbers`), and
-the request is about that tool or none, the calls are written once more with only the
-numbers the conversation holds."""
+first. Where a call was left out for the tool prompt's numbers (`example_numbers`), and
+the request is about its tool, the calls are written once more with only the numbers the
+conversation holds (about no tool, a thank-you would get a call of the numbers in it)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ async def persons_calls(
     copied = _copied(refused, tools, messages)
     said = numbers_said(messages) if copied is not None else []
     # Where the request is about another tool, that one is written instead (below).
-    if said and (not about_any or copied in about_any):
+    if said and copied in about_any:
         again = await write(copied, [narrowed(tool, said) for tool in tools])
         passed_on += again.passed_on
         again_kept, again_refused = licensed(again.calls, tools, messages)
@@ -96,9 +96,13 @@ def _copied(
     refused: Sequence[Refusal], tools: Sequence[ToolSpec], messages: Sequence[Message]
 ) -> str | None:
     """The tool of the first call left out for copying its example's numbers, if any."""
-    by_name = {tool.name: tool for tool in tools}
+    names = {tool.name for tool in tools}
     for refusal in refused:
-        call, tool = refusal.call, by_name.get(refusal.name)
-        if call is not None and tool is not None and copies_example_numbers(call, tool, messages):
-            return tool.name
+        call = refusal.call
+        if (
+            call is not None
+            and call.name in names
+            and copies_example_numbers(call, tools, messages)
+        ):
+            return call.name
     return None

@@ -1,9 +1,10 @@
-"""A call whose data are its tool's example: found by its numbers, and written again under
-a grammar that offers only the numbers said."""
+"""A call whose data are the tool prompt's examples: found by its numbers, and written
+again under a grammar that offers only the numbers said."""
 
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import jsonschema
@@ -11,6 +12,7 @@ import pytest
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import Example, ToolSpec
+from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import chart_tool
 from desktop.core.tracks.example_numbers import (
     MOST_NUMBERS_OFFERED,
@@ -18,6 +20,7 @@ from desktop.core.tracks.example_numbers import (
     data_numbers,
     narrowed,
     numbers_said,
+    prompt_numbers,
 )
 from desktop.core.tracks.licence import refusal
 
@@ -26,14 +29,19 @@ SALES = [Message.user("Our sales: Jan 120, Feb 95, Mar 1,140.5")]
 
 
 def chart(*values: float) -> ToolCall:
-    labels = [f"L{i}" for i in range(len(values))]
+    labels = [chr(ord("A") + i) for i in range(len(values))]
     return ToolCall("c", "create_chart", {"type": "bar", "title": "Sales", "labels": labels,
                                           "values": list(values)})  # fmt: skip
 
 
-def test_the_numbers_of_a_call_are_its_json_numbers_not_those_in_its_strings() -> None:
+def test_the_numbers_of_a_call_are_its_json_numbers_and_those_in_its_strings() -> None:
     arguments = {"title": "Top 3", "values": [1, 2.5, True], "more": [{"values": [7]}]}
-    assert data_numbers(arguments) == {Decimal(1), Decimal("2.5"), Decimal(7)}
+    assert data_numbers(arguments) == {Decimal(1), Decimal("2.5"), Decimal(7), Decimal(3)}
+    assert data_numbers({"expression": "(1,234 + 5) / 2" + " 9" * 0}) == {
+        Decimal(1234),
+        Decimal(5),
+        Decimal(2),
+    }
 
 
 def test_the_numbers_said_are_each_kept_once_the_latest_last() -> None:
@@ -44,27 +52,48 @@ def test_the_numbers_said_are_each_kept_once_the_latest_last() -> None:
     assert numbers_said(many)[-1] == Decimal(MOST_NUMBERS_OFFERED + 49)
 
 
+def sum_of(expression: str) -> ToolCall:
+    return ToolCall("c", "calculator", {"expression": expression})
+
+
 @pytest.mark.parametrize(
     ("call", "messages", "copied"),
     [
         (chart(10, 14, 9), SALES, True),  # the example's data
         (chart(10, 14), SALES, True),  # part of them
         (chart(10, 14, 9), [Message.user("Chart Jan 10, Feb 14, Mar 9")], False),  # theirs
-        (chart(10, 14, 9), [Message.user("It was 14 in Feb.")], False),  # one of them said
+        (chart(10, 14, 9), [Message.user("It was 14 in Feb.")], True),  # two of them not
+        (chart(10, 14, 99), SALES, True),  # two of three the example's
         (chart(120, 95, 1140.5), SALES, False),
-        (chart(10), SALES, False),  # one number may be anyone's pick
-        (chart(10, 14, 99), SALES, False),  # not all of them the example's
+        (chart(120, 95, 10), SALES, False),  # one number may be anyone's pick
+        (chart(10, 14, 120, 95, 1140.5), SALES, False),  # fewer than half
+        # Numbers inside strings, from another tool's example or a description's.
+        (sum_of("10 + 14 + 9 / 4"), SALES, True),
+        (sum_of("12.5 + 7"), SALES, True),
+        (sum_of("120 + 95 + 1140.5"), SALES, False),
+        (sum_of("45 * 60"), [Message.user("My meeting is in 45 minutes: in seconds?")], False),
+        (sum_of("240 * 15 / 100"), [Message.user("How much is 15% of 240?")], False),
     ],
 )
-def test_a_call_copies_its_examples_numbers_when_several_are_and_none_was_said(
+def test_a_call_copies_the_prompts_numbers_when_several_are_and_at_least_half(
     call: ToolCall, messages: list[Message], copied: bool
 ) -> None:
-    assert copies_example_numbers(call, CHART, messages) is copied
+    assert copies_example_numbers(call, [CALCULATOR, CHART], messages) is copied
+
+
+def test_the_prompts_numbers_are_those_of_the_tools_offered() -> None:
+    average = sum_of("10 + 14 + 9 / 4")
+    assert copies_example_numbers(average, [CALCULATOR, CHART], SALES)
+    assert not copies_example_numbers(average, [CALCULATOR], SALES)  # 4 alone is its own
 
 
 def test_the_licence_leaves_out_a_call_of_its_examples_numbers() -> None:
     why = refusal(chart(10, 14, 9), CHART, [*SALES, Message.user("Chart those sales.")])
-    assert why == "the call's numbers are an example's of create_chart, none of them said"
+    assert why == "the call's numbers are the tool prompt's examples', not said (create_chart)"
+    average = [*SALES, Message.user("What's the average?")]
+    assert refusal(sum_of("10 + 14 + 9 / 4"), CALCULATOR, average) is None
+    why = refusal(sum_of("10 + 14 + 9 / 4"), CALCULATOR, average, [CHART])
+    assert why is not None and "examples'" in why
 
 
 def test_narrowed_numbers_are_those_said_and_integers_only_the_whole_ones() -> None:
@@ -119,3 +148,57 @@ def test_a_run_of_digits_too_long_to_be_data_is_not_offered() -> None:
     said = numbers_said([Message.user("9" * 5000 + " and 12")])
     assert said == [Decimal(12)]
     json.dumps(narrowed(CHART, said).parameters)
+
+
+def test_an_expression_narrowed_takes_the_numbers_said_and_single_digits() -> None:
+    """A count anyone may write (the four months of an average) stays; a number of the
+    prompt's or one nobody said does not, nor two said numbers run together."""
+    said = numbers_said([*SALES, Message.user("Jan to Mar, and 12.5?")])
+    schema = narrowed(CALCULATOR, said).parameters
+    pattern = schema["properties"]["expression"]["pattern"]
+    for theirs in ("120 + 95 + 1140.5", "(120 + 95 + 1140.5) / 3", "-12.5 * 2", "95"):
+        assert re.search(pattern, theirs), theirs
+        jsonschema.validate({"expression": theirs}, schema)
+    for made_up in ("10 + 14", "12.5 + 7.5", "12095", "120.95", "1e5", "", " + "):
+        assert not re.search(pattern, made_up), made_up
+    original = CALCULATOR.parameters["properties"]["expression"]["pattern"]
+    assert re.search(original, "10 + 14")  # the tool itself is not changed
+
+
+def test_a_string_of_another_pattern_or_of_no_digits_is_left_as_it_is() -> None:
+    words = {"type": "string", "pattern": "^[a-z ]+$"}
+    free = {"type": "string", "pattern": "^(\\d+|x)$"}
+    tool = ToolSpec(
+        "t",
+        "T.",
+        {"type": "object", "properties": {"words": words, "free": free}},
+    )
+    properties = narrowed(tool, [Decimal(5)]).parameters["properties"]
+    assert properties["words"] == words and properties["free"] == free
+
+
+def test_the_prompts_numbers_are_its_particulars_not_what_a_value_may_be() -> None:
+    tool = ToolSpec(
+        "t",
+        "Rates a thing from 1 to 5.",
+        {
+            "type": "object",
+            "properties": {
+                "stars": {"type": "integer", "enum": [6, 7], "default": 8},
+                "code": {"type": "string", "pattern": "^[0-9]+$", "examples": ["42"]},
+                "description": {"type": "string", "pattern": "^[2-3]+$"},
+            },
+        },
+        examples=(Example("Rate it 10", {"stars": 11}),),
+    )
+    assert prompt_numbers([tool]) == {Decimal(n) for n in (1, 5, 8, 42, 10, 11)}
+
+
+def test_a_number_said_long_ago_is_still_said() -> None:
+    """The grammar offers the latest numbers only; whether one was said reads them all."""
+    early = [
+        Message.user("The example's 10 and 14 were ours."),
+        *[Message.user(" ".join(str(1000 + n) for n in range(MOST_NUMBERS_OFFERED)))],
+    ]
+    assert Decimal(10) not in numbers_said(early)
+    assert not copies_example_numbers(chart(10, 14, 9), [CHART], early)

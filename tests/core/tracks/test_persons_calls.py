@@ -131,7 +131,7 @@ async def test_a_chart_of_its_examples_numbers_is_written_again_with_the_numbers
     assert '"enum": [120, 95, 140]' in schema
     assert reply.record is not None and reply.record.verdict == "call"
     assert "written again with only the numbers said" in reply.record.reason
-    assert "numbers are an example's of create_chart" in reply.record.reason
+    assert "numbers are the tool prompt's examples', not said (create_chart)" in reply.record.reason
 
 
 async def test_with_no_number_said_a_copied_chart_is_answered_in_words() -> None:
@@ -161,3 +161,37 @@ async def test_a_copied_chart_for_a_request_about_another_tool_is_written_for_th
     assert provider.requests[2].options.json_schema == call_schema(
         [CHART, CALCULATOR], first="calculator"
     )
+
+
+def calculating(*answers: object) -> ScriptedProvider:
+    """Opens with the calculator, then writes each of `answers` as the step's calls."""
+    return ScriptedProvider(
+        [Step(chunks=['{"name": "calculator"']),
+         *[Step(chunks=[json.dumps(a)]) for a in answers], Step(chunks=["In words."])],
+        constrains_json=True,
+    )  # fmt: skip
+
+
+async def test_a_sum_of_the_prompts_numbers_is_written_again_with_the_numbers_said() -> None:
+    """ "What were the total sales?" computed the calculator description's `12.5 + 7`:
+    written again, the expression's pattern offers only the conversation's numbers."""
+    description_sum = [{"name": "calculator", "arguments": {"expression": "12.5 + 7"}}]
+    provider = calculating(description_sum, TOTAL)
+    messages = [Message.user(SALES), Message.assistant("Noted."),
+                Message.user("What were the total sales?")]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert [c.arguments for c in reply.tool_calls] == [{"expression": "120 + 95 + 140"}]
+    schema = provider.requests[2].options.json_schema
+    assert schema is not None
+    pattern = json.dumps(schema).split('"pattern": ')[1].split('"}')[0]
+    assert "120" in pattern and "12\\\\.5" not in pattern
+    assert reply.record is not None and "written again with only the numbers" in reply.record.reason
+
+
+async def test_a_thank_you_is_not_written_again_into_a_call_of_its_numbers() -> None:
+    """About no tool, a made-up call is left out, not written again with the numbers the
+    thank-you holds (they would make it look like the person's)."""
+    provider = calculating([{"name": "calculator", "arguments": {"expression": "23 * 19"}}])
+    reply = await reply_to([Message.user("Thanks for the 3 tips and the 2 jokes!")], provider)
+    assert reply.tool_calls == [] and reply.text == "In words."
+    assert len(provider.requests) == 3
