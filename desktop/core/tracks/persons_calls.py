@@ -67,17 +67,23 @@ async def persons_calls(
     if kept or written.broken:
         return PersonsCalls(replace(written, calls=kept), refused, passed_on)
     about_any = tools_about(messages, tools)
-    copied = _copied(refused, tools, messages)
-    said = numbers_said(messages) if copied is not None else []
-    # Where the request is about another tool, that one is written instead (below).
-    if said and copied in about_any:
-        again = await write(copied, [narrowed(tool, said) for tool in tools])
-        passed_on += again.passed_on
+    said = numbers_said(messages)
+
+    async def of_numbers_said(name: str, redirected: str | None = None) -> PersonsCalls | None:
+        """The calls written again, `name` first, with only the numbers said."""
+        again = await write(name, [narrowed(tool, said) for tool in tools])
+        passed_on.extend(again.passed_on)
         again_kept, again_refused = licensed(again.calls, tools, messages)
-        refused += [*again_refused, *again.refused]
-        if again_kept or again.broken:
-            calls = replace(again, calls=again_kept)
-            return PersonsCalls(calls, refused, passed_on, narrowed=True)
+        refused.extend([*again_refused, *again.refused])
+        if not again_kept and not again.broken:
+            return None
+        calls = replace(again, calls=again_kept)
+        return PersonsCalls(calls, refused, passed_on, redirected, narrowed=True)
+
+    copied = _copied(refused, tools, messages)
+    # Where the request is about another tool, that one is written instead (below).
+    if said and copied in about_any and (made := await of_numbers_said(copied)):
+        return made
     redirected: str | None = None
     if not after_a_result(messages):
         tried = {refusal.name for refusal in refused}
@@ -86,9 +92,15 @@ async def persons_calls(
             again = await write(about[0])
             passed_on += again.passed_on
             again_kept, again_refused = licensed(again.calls, tools, messages)
+            also_refused = [*again_refused, *again.refused]
             if again_kept or again.broken:
                 written, kept, redirected = again, again_kept, about[0]
-                refused += [*again_refused, *again.refused]
+                refused += also_refused
+            elif said and _copied(also_refused, tools, messages) == about[0]:
+                # The tool the request is about, written of the prompt's numbers in turn.
+                refused += also_refused
+                if made := await of_numbers_said(about[0], about[0]):
+                    return made
     return PersonsCalls(replace(written, calls=kept), refused, passed_on, redirected)
 
 

@@ -195,3 +195,22 @@ async def test_a_thank_you_is_not_written_again_into_a_call_of_its_numbers() -> 
     reply = await reply_to([Message.user("Thanks for the 3 tips and the 2 jokes!")], provider)
     assert reply.tool_calls == [] and reply.text == "In words."
     assert len(provider.requests) == 3
+
+
+async def test_the_tool_written_instead_is_written_again_with_the_numbers_said() -> None:
+    """The chart's example for "the total sales" is left out, and so is the calculator
+    written in its place of the description's `12.5 + 7`: it is written once more with
+    only the conversation's numbers."""
+    description_sum = [{"name": "calculator", "arguments": {"expression": "12.5 + 7"}}]
+    provider = charting(EXAMPLE_CHART, description_sum, TOTAL)
+    messages = [Message.user(SALES), Message.assistant("Noted."),
+                Message.user("What were the total sales?")]  # fmt: skip
+    reply = await reply_to(messages, provider)
+    assert [c.arguments for c in reply.tool_calls] == [{"expression": "120 + 95 + 140"}]
+    assert provider.requests[2].options.json_schema == call_schema(
+        [CHART, CALCULATOR], first="calculator"
+    )
+    assert "120" in json.dumps(provider.requests[3].options.json_schema)
+    assert reply.record is not None
+    assert "written again for calculator" in reply.record.reason
+    assert "written again with only the numbers said" in reply.record.reason
