@@ -110,13 +110,17 @@ THEIR_CHART = [{"name": "create_chart", "arguments": {
     "type": "bar", "title": "Sales", "labels": ["Jan", "Feb", "Mar"], "values": [120, 95, 140]}}]  # fmt: skip
 
 
-def charting(*answers: object) -> ScriptedProvider:
-    """Opens with the chart, then writes each of `answers` as the step's calls."""
+def opening(tool: str, *answers: object) -> ScriptedProvider:
+    """Opens with `tool`, then writes each of `answers` as the step's calls."""
     return ScriptedProvider(
-        [Step(chunks=['{"name": "create_chart"']),
+        [Step(chunks=[f'{{"name": "{tool}"']),
          *[Step(chunks=[json.dumps(a)]) for a in answers], Step(chunks=["In words."])],
         constrains_json=True,
     )  # fmt: skip
+
+
+def charting(*answers: object) -> ScriptedProvider:
+    return opening("create_chart", *answers)
 
 
 async def test_a_chart_of_its_examples_numbers_is_written_again_with_the_numbers_said() -> None:
@@ -164,12 +168,7 @@ async def test_a_copied_chart_for_a_request_about_another_tool_is_written_for_th
 
 
 def calculating(*answers: object) -> ScriptedProvider:
-    """Opens with the calculator, then writes each of `answers` as the step's calls."""
-    return ScriptedProvider(
-        [Step(chunks=['{"name": "calculator"']),
-         *[Step(chunks=[json.dumps(a)]) for a in answers], Step(chunks=["In words."])],
-        constrains_json=True,
-    )  # fmt: skip
+    return opening("calculator", *answers)
 
 
 async def test_a_sum_of_the_prompts_numbers_is_written_again_with_the_numbers_said() -> None:
