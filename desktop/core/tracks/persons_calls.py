@@ -8,7 +8,8 @@ name the calculator. Where every call was left out and the request is about anot
 offered tool, on a turn's first step, the calls are written once more with that tool
 first. Where a call was left out for the tool prompt's numbers (`example_numbers`), and
 the request is about its tool, the calls are written once more with only the numbers the
-conversation holds (about no tool, a thank-you would get a call of the numbers in it)."""
+conversation holds (about no tool, a thank-you would get a call of the numbers in it); so
+are those of the tool written instead, where they took the prompt's numbers in turn."""
 
 from __future__ import annotations
 
