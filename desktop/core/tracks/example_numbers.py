@@ -125,6 +125,8 @@ def copies_example_numbers(
     """Whether several of the call's numbers, at least half of them, are the tool prompt's
     own (`prompt_numbers` of the offered tools) and were never said."""
     numbers = data_numbers(call.arguments)
+    if len(numbers) < LEAST_COPIED:  # most calls: no need to read the prompt or the chat
+        return False
     copied = (numbers & prompt_numbers(offered)) - _said(messages).keys()
     return len(copied) >= LEAST_COPIED and 2 * len(copied) >= len(numbers)
 

@@ -201,7 +201,8 @@ def refusal(
     copies = any(values == values_of(e.arguments) for e in tool.examples)
     if values and copies and not values & said:
         return f"the call copies an example of {call.name}"
-    if copies_example_numbers(call, [tool, *offered], messages):
+    others = [t for t in offered if t is not tool]
+    if copies_example_numbers(call, [tool, *others], messages):
         return f"the call's numbers are the tool prompt's examples', not said ({call.name})"
     if _words(request) & tool_words(tool):
         return None
