@@ -9,8 +9,8 @@ total of those sales computed `12.5 + 7`, the calculator's own example, and thei
 as `10 + 14 + 9 / 4`, the chart's: examples leak across tools and into strings. So a call
 is made up when several of its numbers, at least half of them, are numbers the tool
 prompt shows (in any offered tool's examples or descriptions) that nobody said. Such a
-call is written once more under a grammar whose numbers can only be ones the conversation
-holds.
+call is written once more under a grammar whose numbers can only be ones the person or
+a tool said.
 """
 
 from __future__ import annotations
@@ -74,9 +74,13 @@ def data_numbers(value: Any) -> set[Decimal]:
 
 
 def _said(messages: Sequence[Message]) -> dict[Decimal, None]:
-    """Every number the conversation's messages hold, once, in the order last said."""
+    """Every number the person and the tools said, once, in the order last said. Not the
+    model's own answers: having drawn the example's chart, a small model described it with
+    the example's numbers, then computed with them."""
     said: dict[Decimal, None] = {}
     for message in messages:
+        if message.role == "assistant":
+            continue
         for number in _in_text(message.text):
             said.pop(number, None)
             said[number] = None
@@ -84,7 +88,8 @@ def _said(messages: Sequence[Message]) -> dict[Decimal, None]:
 
 
 def numbers_said(messages: Sequence[Message]) -> list[Decimal]:
-    """The numbers a grammar may offer: those the conversation holds, the latest kept."""
+    """The numbers a grammar may offer: those the person and the tools said, the latest
+    kept."""
     return list(_said(messages))[-MOST_NUMBERS_OFFERED:]
 
 

@@ -45,7 +45,8 @@ def test_the_numbers_of_a_call_are_its_json_numbers_and_those_in_its_strings() -
 
 
 def test_the_numbers_said_are_each_kept_once_the_latest_last() -> None:
-    said = numbers_said([*SALES, Message.assistant("So 120 it is."), Message.user("and 7")])
+    result = Message.tool("c", "calculator", "120")
+    said = numbers_said([*SALES, result, Message.user("and 7")])
     assert said == [Decimal(95), Decimal("1140.5"), Decimal(120), Decimal(7)]
     many = [Message.user(" ".join(str(n) for n in range(MOST_NUMBERS_OFFERED + 50)))]
     assert len(numbers_said(many)) == MOST_NUMBERS_OFFERED
@@ -192,6 +193,17 @@ def test_the_prompts_numbers_are_its_particulars_not_what_a_value_may_be() -> No
         examples=(Example("Rate it 10", {"stars": 11}),),
     )
     assert prompt_numbers([tool]) == {Decimal(n) for n in (1, 5, 8, 42, 10, 11)}
+
+
+def test_the_models_own_answers_say_no_numbers() -> None:
+    """Having drawn the example's chart, the model described it with the example's
+    numbers and then computed with them: its prose is no source of the person's data."""
+    described = [*SALES, Message.assistant("The chart shows Jan 10, Feb 14 and Mar 9.")]
+    average = sum_of("10 + 14 + 9 / 3")
+    assert copies_example_numbers(average, [CALCULATOR, CHART], described)
+    assert Decimal(14) not in numbers_said(described)
+    told = [*SALES, Message.tool("c", "lookup", "Jan 10, Feb 14 and Mar 9")]
+    assert not copies_example_numbers(average, [CALCULATOR, CHART], told)
 
 
 def test_a_number_said_long_ago_is_still_said() -> None:
