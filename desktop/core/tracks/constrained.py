@@ -284,7 +284,7 @@ class ConstrainedTools(ProviderWrapper):
                 )
                 for event in made.passed_on:
                     yield event
-                why = "; ".join(dict.fromkeys(r.reason for r in made.refused))
+                why = "; ".join(dict.fromkeys(str(r.reason) for r in made.refused))
                 if made.none_left:
                     record = replace(record, verdict="plain", reason=why)
                     answer = self._plain_answer(

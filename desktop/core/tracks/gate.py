@@ -32,7 +32,7 @@ The rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
@@ -41,6 +41,7 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.licence import (
+    Reason,
     Refusal,
     after_a_result,
     content,
@@ -298,7 +299,7 @@ def decide(
         if not judged.passed:  # rule 6
             no = "the call gate said no call" + (", nor were its arguments sure" if written else "")
             if written is not None and written.refused and not written.calls:
-                no = "; ".join(dict.fromkeys(r.reason for r in written.refused))
+                no = "; ".join(dict.fromkeys(str(r.reason) for r in written.refused))
             return Plain(no, "", replace(record, verdict="plain", reason=no),
                          written, alone_written)  # fmt: skip
     if as_written is not None and written is None:  # rule 3: the call made would be this one
@@ -331,12 +332,12 @@ def _as_written(
     opened: Opened,
     tools: Sequence[ToolSpec],
     messages: Sequence[Message],
-    by_name: dict[str, str],
+    by_name: Mapping[str, Reason],
 ) -> str | None:
     """Why the free answer's call, read whole or refused by the name it wrote, is not the
     person's (None: it is, or it was not read whole)."""
     named = offered_tool(opened.named, tools) if opened.named else None
-    if named in by_name:  # its arguments were not read
+    if named is not None and named in by_name:  # its arguments were not read
         return f"{by_name[named]} (as the answer named it)"
     refused = refusal_of(opened.whole, tools, messages) if opened.whole is not None else None
     return None if refused is None else f"{refused} (as the answer wrote it)"

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cache
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
@@ -42,6 +42,42 @@ _NAME_PARTS = re.compile(r"([a-z0-9])([A-Z])")
 _EXAMPLE_CLAUSE = re.compile(r"\b(?:e\.g\.|for example|such as)[^.;,)]*", re.IGNORECASE)
 _KEYWORDS_THAT_WIDEN = ("anyOf", "oneOf", "allOf", "$ref", "not", "if", "prefixItems")
 _SCHEMA_DEPTH = 8
+
+
+RefusalKind = Literal[
+    "prompt_numbers", "copies_an_example", "not_about", "not_the_persons", "holds_nothing_said"
+]
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why the licence leaves a call to `tool` out, as a value the loop can act on (a call
+    of the prompt's numbers is written again with the numbers said), worded for the
+    inspector by `str`."""
+
+    kind: RefusalKind
+    tool: str
+
+    def __str__(self) -> str:
+        match self.kind:
+            case "prompt_numbers":
+                return f"the call's numbers are the tool prompt's examples', not said ({self.tool})"
+            case "copies_an_example":
+                return f"the call copies an example of {self.tool}"
+            case "not_about":
+                return f"the request is not about {self.tool}"
+            case "not_the_persons":
+                return (
+                    f"the request is not about {self.tool}, and the call's values are not "
+                    "the person's"
+                )
+            case "holds_nothing_said":
+                return (
+                    f"the request is not about {self.tool}, and its arguments could hold "
+                    "nothing the person said"
+                )
+            case _:
+                assert_never(self.kind)
 
 
 @cache
@@ -163,7 +199,7 @@ def _string_could_hold(pattern: Any, numbers: set[str], words: set[str]) -> bool
     return any(set(word) <= letters for word in words)
 
 
-def refused_by_name(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> dict[str, str]:
+def refused_by_name(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> dict[str, Reason]:
     """The offered tools no call to which could be the person's, known before a call to
     one writes its arguments, and why: on a turn's first step, for a request about no
     offered tool, those whose arguments could hold nothing the person said."""
@@ -171,15 +207,12 @@ def refused_by_name(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> d
         return {}
     request = request_of(messages)
     numbers, words = _numbers(request), _words(request)
-    refused: dict[str, str] = {}
+    refused: dict[str, Reason] = {}
     for tool in tools:
         if tool.parameters.get("additionalProperties") is True:
             continue
         if not any(_could_hold(spec, numbers, words) for spec in tool.properties.values()):
-            refused[tool.name] = (
-                f"the request is not about {tool.name}, and its arguments could hold "
-                "nothing the person said"
-            )
+            refused[tool.name] = Reason("holds_nothing_said", tool.name)
     return refused
 
 
@@ -191,19 +224,20 @@ def request_of(messages: Sequence[Message]) -> str:
 
 def refusal(
     call: ToolCall, tool: ToolSpec, messages: Sequence[Message], offered: Sequence[ToolSpec] = ()
-) -> str | None:
-    """None if the call is the person's; else why not, in words for the inspector.
-    `offered`: the step's other tools, whose examples' numbers the call may have copied."""
+) -> Reason | None:
+    """None if the call is the person's; else why not. `offered`: the step's other tools,
+    whose examples' numbers the call may have copied."""
     request = request_of(messages)
     values = values_of(call.arguments)
     said = content(" ".join(m.text for m in messages))
+    # First, as the one copy the loop can mend: written again with the numbers said.
+    others = [t for t in offered if t is not tool]
+    if copies_example_numbers(call, [tool, *others], messages):
+        return Reason("prompt_numbers", call.name)
     # The values of one whole example: a single shared word ("txt") is not a copy.
     copies = any(values == values_of(e.arguments) for e in tool.examples)
     if values and copies and not values & said:
-        return f"the call copies an example of {call.name}"
-    others = [t for t in offered if t is not tool]
-    if copies_example_numbers(call, [tool, *others], messages):
-        return f"the call's numbers are the tool prompt's examples', not said ({call.name})"
+        return Reason("copies_an_example", call.name)
     if _words(request) & tool_words(tool):
         return None
     from_request = grounded(values, content(request))
@@ -219,8 +253,8 @@ def refusal(
     if values & _numbers(request) and from_conversation == 1:
         return None
     if from_request is None:
-        return f"the request is not about {call.name}"
-    return f"the request is not about {call.name}, and the call's values are not the person's"
+        return Reason("not_about", call.name)
+    return Reason("not_the_persons", call.name)
 
 
 def after_a_result(messages: Sequence[Message]) -> bool:
@@ -252,23 +286,23 @@ class Licence:
 
     tools: Sequence[ToolSpec]
     messages: Sequence[Message]
-    by_name: Mapping[str, str]
+    by_name: Mapping[str, Reason]
 
     @classmethod
     def of(cls, tools: Sequence[ToolSpec], messages: Sequence[Message]) -> Licence:
         return cls(tools, messages, refused_by_name(tools, messages))
 
-    def refusal(self, call: ToolCall) -> str | None:
+    def refusal(self, call: ToolCall) -> Reason | None:
         return refusal_of(call, self.tools, self.messages)
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """A call left out as not the person's: its tool, and why, in words for the trace; the
-    call itself where it was written whole (not where it was refused at its name)."""
+    """A call left out as not the person's: its tool, and why; the call itself where it
+    was written whole (not where it was refused at its name)."""
 
     name: str
-    reason: str
+    reason: Reason
     call: ToolCall | None = field(default=None, compare=False)
 
 
@@ -283,7 +317,7 @@ def tools_about(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[
 
 def refusal_of(
     call: ToolCall, tools: Sequence[ToolSpec], messages: Sequence[Message]
-) -> str | None:
+) -> Reason | None:
     """Why a call is not the person's, as `licensed` judges it (None: it is, or it names
     no offered tool, which is another rule's)."""
     tool = next((t for t in tools if t.name == call.name), None)

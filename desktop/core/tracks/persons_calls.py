@@ -8,7 +8,7 @@ name the calculator. Where every call was left out and the request is about anot
 offered tool, on a turn's first step, the calls are written once more with that tool
 first. Where a call was left out for the tool prompt's numbers (`example_numbers`), and
 the request is about its tool, the calls are written once more with only the numbers the
-conversation holds (about no tool, a thank-you would get a call of the numbers in it); so
+person or a tool said (about no tool, a thank-you would get a call of the numbers in it); so
 are those of the tool written instead, where they took the prompt's numbers in turn."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from desktop.core.messages import Message
 from desktop.core.providers.base import Constrained, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls
-from desktop.core.tracks.example_numbers import copies_example_numbers, narrowed, numbers_said
+from desktop.core.tracks.example_numbers import narrowed, numbers_said
 from desktop.core.tracks.gate import Call, ConstrainedCalls
 from desktop.core.tracks.licence import Licence, Refusal, after_a_result, licensed, tools_about
 
@@ -81,7 +81,7 @@ async def persons_calls(
         calls = replace(again, calls=again_kept)
         return PersonsCalls(calls, refused, passed_on, redirected, narrowed=True)
 
-    copied = _copied(refused, tools, messages)
+    copied = _copied(refused)
     # Where the request is about another tool, that one is written instead (below).
     if said and copied in about_any and (made := await of_numbers_said(copied)):
         return made
@@ -97,7 +97,7 @@ async def persons_calls(
             if again_kept or again.broken:
                 written, kept, redirected = again, again_kept, about[0]
                 refused += also_refused
-            elif said and _copied(also_refused, tools, messages) == about[0]:
+            elif said and _copied(also_refused) == about[0]:
                 # The tool the request is about, written of the prompt's numbers in turn.
                 refused += also_refused
                 if made := await of_numbers_said(about[0], about[0]):
@@ -105,17 +105,6 @@ async def persons_calls(
     return PersonsCalls(replace(written, calls=kept), refused, passed_on, redirected)
 
 
-def _copied(
-    refused: Sequence[Refusal], tools: Sequence[ToolSpec], messages: Sequence[Message]
-) -> str | None:
-    """The tool of the first call left out for copying its example's numbers, if any."""
-    names = {tool.name for tool in tools}
-    for refusal in refused:
-        call = refusal.call
-        if (
-            call is not None
-            and call.name in names
-            and copies_example_numbers(call, tools, messages)
-        ):
-            return call.name
-    return None
+def _copied(refused: Sequence[Refusal]) -> str | None:
+    """The tool of the first call left out for taking the tool prompt's numbers, if any."""
+    return next((r.reason.tool for r in refused if r.reason.kind == "prompt_numbers"), None)

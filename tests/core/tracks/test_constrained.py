@@ -853,7 +853,10 @@ async def test_a_call_not_made_of_the_persons_request_becomes_a_plain_answer() -
     plain = provider.requests[2]
     assert plain.tools == [] and "You can use tools" not in plain.messages[0].text
     assert reply.record is not None and reply.record.verdict == "plain"
-    assert reply.record.reason == "the call copies an example of calculator"
+    assert (
+        reply.record.reason
+        == "the call's numbers are the tool prompt's examples', not said (calculator)"
+    )
 
 
 async def test_a_greeting_is_answered_in_words_without_asking_for_a_call() -> None:
@@ -888,7 +891,8 @@ async def test_a_made_up_call_is_judged_as_the_free_answer_wrote_it() -> None:
     assert provider.closed_early == 1  # at the call's end, before the list closed
     assert reply.record is not None and reply.record.verdict == "plain"
     assert (
-        reply.record.reason == "the call copies an example of calculator (as the answer wrote it)"
+        reply.record.reason
+        == "the call's numbers are the tool prompt's examples', not said (calculator) (as the answer wrote it)"
     )
 
 
@@ -907,7 +911,10 @@ async def test_a_call_the_grammar_would_write_otherwise_is_written_under_it() ->
     assert "".join(text) == "You're welcome!" and reply.tool_calls == []
     assert provider.requests[1].options.json_schema is not None
     assert reply.record is not None
-    assert reply.record.reason == "the call copies an example of calculator"
+    assert (
+        reply.record.reason
+        == "the call's numbers are the tool prompt's examples', not said (calculator)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -935,7 +942,10 @@ async def test_a_call_read_whole_is_bounded_and_a_bad_one_goes_the_usual_way(
     assert provider.requests[1].options.json_schema is not None
     assert provider.closed_early == 2  # the free answer at the lookahead, the calls at the first
     assert reply.record is not None
-    assert reply.record.reason == "the call copies an example of calculator"
+    assert (
+        reply.record.reason
+        == "the call's numbers are the tool prompt's examples', not said (calculator)"
+    )
 
 
 async def test_a_call_no_call_to_which_could_be_theirs_is_not_read_past_its_name() -> None:
@@ -1010,7 +1020,10 @@ async def test_the_calls_stop_being_written_at_the_first_made_up_one() -> None:
     assert provider.closed_early == 2  # the free answer at its call, the calls at the first
     assert reply.tool_calls == [] and "".join(text) == "You're welcome!"
     assert reply.record is not None and reply.record.verdict == "plain"
-    assert reply.record.reason == "the call copies an example of calculator"
+    assert (
+        reply.record.reason
+        == "the call's numbers are the tool prompt's examples', not said (calculator)"
+    )
 
 
 async def test_calls_before_a_made_up_one_are_made() -> None:

@@ -22,7 +22,7 @@ from desktop.core.tracks.example_numbers import (
     numbers_said,
     prompt_numbers,
 )
-from desktop.core.tracks.licence import refusal
+from desktop.core.tracks.licence import Reason, refusal
 
 CHART = chart_tool(dark=False)
 SALES = [Message.user("Our sales: Jan 120, Feb 95, Mar 1,140.5")]
@@ -90,11 +90,12 @@ def test_the_prompts_numbers_are_those_of_the_tools_offered() -> None:
 
 def test_the_licence_leaves_out_a_call_of_its_examples_numbers() -> None:
     why = refusal(chart(10, 14, 9), CHART, [*SALES, Message.user("Chart those sales.")])
-    assert why == "the call's numbers are the tool prompt's examples', not said (create_chart)"
+    assert why == Reason("prompt_numbers", "create_chart")
+    assert str(why) == "the call's numbers are the tool prompt's examples', not said (create_chart)"
     average = [*SALES, Message.user("What's the average?")]
     assert refusal(sum_of("10 + 14 + 9 / 4"), CALCULATOR, average) is None
     why = refusal(sum_of("10 + 14 + 9 / 4"), CALCULATOR, average, [CHART])
-    assert why is not None and "examples'" in why
+    assert why == Reason("prompt_numbers", "calculator")
 
 
 def test_narrowed_numbers_are_those_said_and_integers_only_the_whole_ones() -> None:

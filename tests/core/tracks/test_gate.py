@@ -26,7 +26,7 @@ from desktop.core.tracks.gate import (
     Spoken,
     decide,
 )
-from desktop.core.tracks.licence import Refusal
+from desktop.core.tracks.licence import Reason, Refusal
 from tests.core.tracks.samples import CLOCK, SEARCH
 
 FIRST = [Message.user("Search for rust")]
@@ -44,6 +44,7 @@ BOTH = frozenset({"search", "current_time"})
 # The sample clock takes no arguments: for a request about no tool, none of its calls could
 # be the person's, and the free answer is not read past its name.
 CLOCK_BY_NAME = frozenset({"current_time"})
+CLOCK_HOLDS_NOTHING = Reason("holds_nothing_said", "current_time")
 NO_CLOCK = (
     "the request is not about current_time, and its arguments could hold nothing the person said"
 )
@@ -51,7 +52,7 @@ NO_CLOCK = (
 
 # The writing stopped at the first call's name: nothing weighed (see asking.constrained_calls).
 REFUSED_AT_NAME = ConstrainedCalls([], [], '[{"name": "current_time"', "stop", None, [],
-                                   [Refusal("current_time", NO_CLOCK)])  # fmt: skip
+                                   [Refusal("current_time", CLOCK_HOLDS_NOTHING)])  # fmt: skip
 
 
 def written(arguments: float | None = None) -> ConstrainedCalls:

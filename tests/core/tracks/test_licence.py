@@ -5,6 +5,7 @@ from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import CREATE_CHART
 from desktop.core.tools.builtin.clock import CURRENT_TIME
 from desktop.core.tracks.licence import (
+    Reason,
     Refusal,
     content,
     licensed,
@@ -34,9 +35,12 @@ def test_examples_inside_a_description_say_nothing_of_what_a_tool_is_for() -> No
 def test_a_call_copying_the_prompts_example_for_a_greeting_is_made_up() -> None:
     hi = [Message.user("Hi there!")]
     why = refusal(call("calculator", expression="23 * 19"), CALCULATOR, hi)
-    assert why == "the call copies an example of calculator"
+    assert why == Reason("prompt_numbers", "calculator")
     why = refusal(call("calculator", expression="2 + 2"), CALCULATOR, hi)
-    assert why == "the request is not about calculator, and the call's values are not the person's"
+    assert why == Reason("not_the_persons", "calculator")
+    assert str(why) == (
+        "the request is not about calculator, and the call's values are not the person's"
+    )
 
 
 def test_a_call_with_the_persons_own_values_is_theirs() -> None:
@@ -55,14 +59,14 @@ def test_a_request_about_the_tool_licenses_values_from_earlier_turns() -> None:
     follow_up = [*messages[:2], Message.user("Thanks! Which month was best?")]
     why = refusal(call("create_chart", type="bar", title="Sales", labels=["Jan", "Feb"],
                        values=[120, 95]), CREATE_CHART, follow_up)  # fmt: skip
-    assert why is not None and "not about create_chart" in why
+    assert why == Reason("not_the_persons", "create_chart")
 
 
 def test_a_call_with_no_values_needs_a_request_about_its_tool() -> None:
     clock = call("current_time")
     assert refusal(clock, CURRENT_TIME, [Message.user("What day of the week is it?")]) is None
     why = refusal(clock, CURRENT_TIME, [Message.user("Say hello in five words.")])
-    assert why == "the request is not about current_time"
+    assert why == Reason("not_about", "current_time")
 
 
 def test_after_a_result_a_call_may_chain_on_what_the_results_said() -> None:
@@ -87,7 +91,7 @@ def test_only_the_persons_calls_are_kept() -> None:
         messages,
     )
     assert [c.name for c in kept] == ["calculator"]
-    assert refused == [Refusal("current_time", "the request is not about current_time")]
+    assert refused == [Refusal("current_time", Reason("not_about", "current_time"))]
 
 
 def test_an_optional_argument_copied_from_an_example_is_left_out() -> None:
@@ -104,7 +108,7 @@ def test_an_optional_argument_copied_from_an_example_is_left_out() -> None:
 def test_a_call_copying_a_tools_example_is_made_up_even_on_its_subject() -> None:
     clock = call("current_time", timezone="Asia/Tokyo")  # the tool's own example
     messages = [Message.user("Which day was the warmest?")]
-    assert refusal(clock, CURRENT_TIME, messages) == "the call copies an example of current_time"
+    assert refusal(clock, CURRENT_TIME, messages) == Reason("copies_an_example", "current_time")
     asked = [Message.user("What day is it in Tokyo?")]
     assert refusal(clock, CURRENT_TIME, asked) is None
 
@@ -112,7 +116,7 @@ def test_a_call_copying_a_tools_example_is_made_up_even_on_its_subject() -> None
 def test_words_any_request_may_use_do_not_make_it_about_a_tool() -> None:
     # "one" (in "a given one") and "instead" (in "instead of calculating yourself")
     why = refusal(call("current_time"), CURRENT_TIME, [Message.user("Ha, good one. Bye!")])
-    assert why == "the request is not about current_time"
+    assert why == Reason("not_about", "current_time")
     sum_ = call("calculator", expression="3 + 4")
     assert refusal(sum_, CALCULATOR, [Message.user("Make it about winter instead.")]) is not None
 
@@ -143,9 +147,7 @@ def test_a_tool_whose_arguments_could_hold_nothing_said_is_refused_by_name() -> 
     mona_lisa = [Message.user("Who painted the Mona Lisa?")]
     refused = refused_by_name(tools, mona_lisa)
     assert list(refused) == ["calculator"]
-    assert refused["calculator"] == (
-        "the request is not about calculator, and its arguments could hold nothing the person said"
-    )
+    assert refused["calculator"] == Reason("holds_nothing_said", "calculator")
     # Every call to it the writing would make is one the last rule leaves out.
     for expression in ("23 * 19", "1 + 1", "eee"):
         assert refusal(call("calculator", expression=expression), CALCULATOR, mona_lisa)
@@ -241,4 +243,4 @@ def test_a_word_of_the_request_is_no_follow_up_of_earlier_values() -> None:
     ]
     chart = call("create_chart", type="bar", title="Sales", labels=["Jan", "Feb"], values=[120, 95])
     why = refusal(chart, CREATE_CHART, messages)
-    assert why is not None and "not about create_chart" in why
+    assert why == Reason("not_the_persons", "create_chart")
