@@ -59,11 +59,11 @@ from desktop.core.calibration.calibrator import Calibrator
 from desktop.core.calibration.card import Calibration
 from desktop.core.events import Reply, UsageReport
 from desktop.core.messages import Message, ToolCall
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.base import Provider, RequestOptions
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.runtime import ensure_bundled_model
 from desktop.core.tool_spec import Example
 from desktop.core.tools.selection import offer_for
 from desktop.core.tools.toolbox import Tool
@@ -526,12 +526,7 @@ async def run() -> None:
     url = args.url
     if not url:
         model = development_model(args.requantize, args.model)
-        server = LlamaServer(
-            model=model,
-            threads=2,
-            context_size=CONTEXT_SIZE,
-            temperature=await server_temperature(model),
-        )
+        server = await built_in_server(model, threads=2, context_size=CONTEXT_SIZE)
         await server.start()
         url = server.base_url
     try:

@@ -29,10 +29,9 @@ from bench.accuracy import development_model
 from bench.everyday import CONTEXT_SIZE, Seeded
 from desktop.core.calibration.store import CalibrationStore
 from desktop.core.events import ToolResult, TurnFailed, TurnFinished
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -142,12 +141,7 @@ async def run() -> None:
     args = parser.parse_args()
     questions = json.loads(QUESTIONS.read_text())["questions"]
     model = development_model(args.requantize)
-    server = LlamaServer(
-        model=model,
-        threads=2,
-        context_size=CONTEXT_SIZE,
-        temperature=await server_temperature(model),
-    )
+    server = await built_in_server(model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:
         rows = await measure(server.base_url, questions, args.only or list(TOOLS), args.seed)

@@ -24,10 +24,10 @@ import httpx
 from desktop.core.events import TextDelta, Usage
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer, ensure_bundled_model
+from desktop.core.runtime import ensure_bundled_model
 from desktop.core.tools.toolbox import Toolbox
 from desktop.core.tracks.choice import on_track
 
@@ -91,7 +91,7 @@ async def run() -> None:
     url = args.url
     if not url:
         model = ensure_bundled_model()
-        server = LlamaServer(model=model, threads=1, temperature=await server_temperature(model))
+        server = await built_in_server(model, threads=1)
         await server.start()
         url = server.base_url
     try:

@@ -42,7 +42,7 @@ from desktop.core.events import (
 from desktop.core.limits import parse_max_tool_calls
 from desktop.core.loop import LoopSettings, run_turn
 from desktop.core.messages import Message, ToolCall
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.base import ProviderError, RequestOptions
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, make_provider
@@ -307,7 +307,7 @@ async def calibrate_command(args: argparse.Namespace, out: TextIO, err: TextIO) 
     file: Path | None = None
     if args.provider == "builtin":
         file = Path(args.model) if args.model else ensure_bundled_model()
-        server = LlamaServer(model=file, temperature=await server_temperature(file))
+        server = await built_in_server(file)
         await server.start()
         provider = make_provider("llamacpp", server.base_url)
     else:

@@ -27,7 +27,7 @@ from desktop.core.backend_kind import Track
 from desktop.core.calibration.store import CALIBRATIONS_FILE, CalibrationStore, model_key
 from desktop.core.connector import reached
 from desktop.core.errors import LoomchatError, UsageError
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import BACKENDS, make_provider
@@ -71,7 +71,7 @@ async def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     if kind == "builtin":
         model = saved.runtime_model if saved is not None else args.model
         file = Path(model) if model else ensure_bundled_model()
-        runtime = LlamaServer(model=file, temperature=await server_temperature(file))
+        runtime = await built_in_server(file)
         err.write(f"starting llama-server with {file.name}…\n")
         await runtime.start()
         provider = make_provider("llamacpp", runtime.base_url)

@@ -16,7 +16,7 @@ from desktop.core.calibration.card import METHOD, Calibration
 from desktop.core.calibration.store import CalibrationStore, model_key
 from desktop.core.connection import NOT_CONNECTED, Connection
 from desktop.core.events import Event
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.base import Provider, ProviderError
 from desktop.core.providers.discovery import Found
 from desktop.core.providers.probing import CapabilityCache
@@ -172,11 +172,8 @@ class Connector:
         model = Path(settings.runtime_model) if settings.runtime_model else None
         if self.runtime is None or not self.runtime.running:
             model = model or ensure_bundled_model()
-            self.runtime = LlamaServer(
-                model=model,
-                context_size=settings.context_size,
-                log_path=self.runtime_log,
-                temperature=await server_temperature(model),
+            self.runtime = await built_in_server(
+                model, context_size=settings.context_size, log_path=self.runtime_log
             )
             await self.runtime.start()
             self._supervise(self.runtime)

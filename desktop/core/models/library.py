@@ -24,7 +24,7 @@ from desktop.core.models.download import (
 )
 from desktop.core.models.gguf_header import read_gguf_header
 from desktop.core.models.hub import split_part
-from desktop.core.runtime import PROJECTOR_SUFFIX, projector_for
+from desktop.core.runtime import PROJECTOR_SUFFIX, LlamaServer, projector_for
 from desktop.core.storage.jsonfile import DamagedFile, read_json, write_json
 from desktop.core.tools.isolation import run_isolated
 
@@ -131,6 +131,12 @@ async def server_temperature(path: Path, timeout_s: float = HEADER_TIMEOUT_S) ->
     except Exception:  # a damaged or hostile file, or too slow to read
         names_its_own = False
     return None if names_its_own else DEFAULT_TEMPERATURE
+
+
+async def built_in_server(model: Path, **options: Any) -> LlamaServer:
+    """The built-in server for `model` as every caller starts it: at the temperature
+    `server_temperature` chooses for the file; `options` are LlamaServer's own."""
+    return LlamaServer(model=model, temperature=await server_temperature(model), **options)
 
 
 def _names_a_temperature(path: str) -> bool:
