@@ -5,9 +5,18 @@ written in text."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from decimal import Decimal
 
 # A number as a person writes it: "7,006,652", "12.5", "95".
 NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+
+
+def numbers_in(text: str) -> Iterator[Decimal]:
+    """The numbers a text writes, as values: "7,006,652" and "7006652.0" are one."""
+    for match in NUMBER.findall(text):
+        yield Decimal(match.replace(",", ""))
+
 
 _STOPWORDS_TEXT = """a about above after again all also am an and any are as at back be been
     before being below between both but by can could did do does doing done down during each

@@ -25,7 +25,7 @@ from typing import Any
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.char_class import as_class, characters, one_class
-from desktop.core.words import NUMBER
+from desktop.core.words import numbers_in
 
 # One number copied may be a default anyone would pick; a list of them is data.
 LEAST_COPIED = 2
@@ -48,9 +48,7 @@ def _decimal(value: Any) -> Decimal | None:
 
 
 def _in_text(text: str) -> Iterator[Decimal]:
-    for match in NUMBER.findall(text):
-        if len(match) <= MOST_DIGITS and (number := _decimal(match)) is not None:
-            yield number
+    return (n for n in numbers_in(text) if len(n.as_tuple().digits) <= MOST_DIGITS)
 
 
 def data_numbers(value: Any) -> set[Decimal]:

@@ -22,7 +22,6 @@ import re
 import string
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any, Literal, assert_never
 
@@ -31,7 +30,7 @@ from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.char_class import one_class
 from desktop.core.tracks.example_numbers import copies_example_numbers
 from desktop.core.tracks.prompt import current_turn_start, is_request
-from desktop.core.words import NUMBER, STOPWORDS
+from desktop.core.words import STOPWORDS, numbers_in
 
 # A call at least half made of the person's values (or, after a result, of what was said):
 # "45 minutes in seconds" is 45 * 60, one value said and one known.
@@ -95,13 +94,7 @@ def _words(text: str) -> set[str]:
 
 
 def _numbers(text: str) -> set[str]:
-    found = set()
-    for match in NUMBER.findall(text):
-        try:
-            found.add(str(Decimal(match.replace(",", "")).normalize()))
-        except InvalidOperation:
-            continue
-    return found
+    return {str(number.normalize()) for number in numbers_in(text)}
 
 
 def content(text: str) -> set[str]:
