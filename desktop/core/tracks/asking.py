@@ -109,7 +109,7 @@ def _refused_by_name(opening: str, judge: Licence) -> Refusal | None:
     name alone (the grammar writes the name first)."""
     named = _LEADING_NAME.match(opening)
     why = judge.by_name.get(named.group(1)) if named else None
-    return Refusal(named.group(1), why) if named and why else None
+    return Refusal(why) if why else None
 
 
 def _refused(item: str, judge: Licence) -> Refusal | None:
@@ -122,7 +122,7 @@ def _refused(item: str, judge: Licence) -> Refusal | None:
         return None
     written = ToolCall("", str(call.get("name")), call["arguments"])
     why = judge.refusal(written)
-    return None if why is None else Refusal(written.name, why, written)
+    return None if why is None else Refusal(why, written)
 
 
 def first_name(gate: ProseGate) -> tuple[bool, str | None]:

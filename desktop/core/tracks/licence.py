@@ -291,12 +291,15 @@ class Licence:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A call left out as not the person's: its tool, and why; the call itself where it
-    was written whole (not where it was refused at its name)."""
+    """A call left out as not the person's: why (which names its tool); the call itself
+    where it was written whole (not where it was refused at its name)."""
 
-    name: str
     reason: Reason
     call: ToolCall | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.reason.tool
 
 
 def tools_about(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[str]:
@@ -335,5 +338,5 @@ def licensed(
         if why is None:
             kept.append(call)
         else:
-            refused.append(Refusal(call.name, why, call))
+            refused.append(Refusal(why, call))
     return kept, refused

@@ -52,7 +52,7 @@ NO_CLOCK = (
 
 # The writing stopped at the first call's name: nothing weighed (see asking.constrained_calls).
 REFUSED_AT_NAME = ConstrainedCalls([], [], '[{"name": "current_time"', "stop", None, [],
-                                   [Refusal("current_time", CLOCK_HOLDS_NOTHING)])  # fmt: skip
+                                   [Refusal(CLOCK_HOLDS_NOTHING)])  # fmt: skip
 
 
 def written(arguments: float | None = None) -> ConstrainedCalls:

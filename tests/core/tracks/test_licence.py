@@ -91,7 +91,7 @@ def test_only_the_persons_calls_are_kept() -> None:
         messages,
     )
     assert [c.name for c in kept] == ["calculator"]
-    assert refused == [Refusal("current_time", Reason("not_about", "current_time"))]
+    assert refused == [Refusal(Reason("not_about", "current_time"))]
 
 
 def test_an_optional_argument_copied_from_an_example_is_left_out() -> None:
