@@ -44,10 +44,9 @@ from desktop.core.documents.indexer import index_collection
 from desktop.core.documents.tool import NAME
 from desktop.core.events import TextDelta, ToolResult, TurnFailed, TurnFinished
 from desktop.core.messages import Message, MessageMeta, fenced
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -193,12 +192,7 @@ async def run() -> None:
     names = sorted(random.Random(args.seed).sample(sorted(every), min(args.questions, len(every))))
     chosen = {name: every[name] for name in names}
     model = development_model(args.requantize)
-    server = LlamaServer(
-        model=model,
-        threads=2,
-        context_size=CONTEXT_SIZE,
-        temperature=await server_temperature(model),
-    )
+    server = await built_in_server(model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:
         result = await measure(server.base_url, chosen, pages, args.seed, args.only or list(HOWS))

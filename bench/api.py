@@ -39,10 +39,9 @@ from bench.accuracy import (
 )
 from bench.report import percentiles, write_table
 from desktop.api.server import ApiServer, Backend, ChatApi
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer
 from desktop.core.tracks.choice import on_track
 
 TOKEN = "bench"
@@ -141,12 +140,7 @@ async def run() -> None:
     args = parser.parse_args()
     cases, checker = read_cases(args.cases), load_checker(args.cases)
     model = development_model(args.requantize)
-    server = LlamaServer(
-        model=model,
-        threads=2,
-        context_size=CONTEXT_SIZE,
-        temperature=await server_temperature(model),
-    )
+    server = await built_in_server(model, threads=2, context_size=CONTEXT_SIZE)
     await server.start()
     try:
         timing = await latency(server.base_url, args.runs)

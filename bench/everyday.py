@@ -57,7 +57,7 @@ from desktop.core.events import (
     TurnFinished,
 )
 from desktop.core.messages import Message
-from desktop.core.models.library import server_temperature
+from desktop.core.models.library import built_in_server
 from desktop.core.providers.base import (
     Provider,
     ProviderError,
@@ -66,7 +66,6 @@ from desktop.core.providers.base import (
 )
 from desktop.core.providers.probing import CapabilityCache
 from desktop.core.providers.registry import make_provider
-from desktop.core.runtime import LlamaServer
 from desktop.core.session import Session
 from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
@@ -365,13 +364,12 @@ async def run() -> None:
     server = None
     url = args.url
     if not url:
-        server = LlamaServer(
-            model=model,
+        server = await built_in_server(
+            model,
             threads=2,
             context_size=CONTEXT_SIZE,
             log_path=args.server_log,
             extra_args=args.server_args.split(),
-            temperature=await server_temperature(model),
         )
         await server.start()
         url = server.base_url
