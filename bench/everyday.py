@@ -7,8 +7,10 @@ Starts the built-in runtime on the bundled model (or `--model`, or the bundled m
 requantized with `--requantize`), connects a `Session` with the app's defaults (the
 emulated track, the built-in tools, no temperature sent), calibrates the model as the app
 does (from the tools' own examples, never from this set), then sends each conversation of
-`bench/data/everyday` turn by turn. Each request carries a fixed seed, so a run can be
-repeated; everything else is the app's.
+`bench/data/everyday` turn by turn. Each request carries a fixed seed, and the clock tool
+tells one fixed instant (`--clock`; a model's later answers follow the date and time its
+history holds, so a run on another day would differ), so a run can be repeated;
+everything else is the app's.
 
 Reports per model and half: turns right; unwanted calls (a tool called where the person
 expected none, or another tool than the one expected); missed calls; calls made again
@@ -33,16 +35,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import tempfile
 import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bench.accuracy import development_model
 from bench.everyday_checks import Expected, judge
+from bench.everyday_report import HEADER, summary
 from desktop.core.calibration.card import Calibration
 from desktop.core.calibration.store import CalibrationStore
 from desktop.core.events import (
@@ -71,12 +74,16 @@ from desktop.core.storage.chats import ChatStore
 from desktop.core.storage.keychain import SecretStore
 from desktop.core.storage.settings import Settings
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tools.builtin import builtin_tools
+from desktop.core.tools.builtin.clock import CURRENT_TIME, stopped_clock
 from desktop.core.tracks.emulated import EmulatedTools
 from desktop.core.tracks.fitting import FittedHistory
 from desktop.core.warm_up import PromptWarmUp
 
 DATA = Path(__file__).resolve().parent / "data" / "everyday" / "conversations.jsonl"
 CONTEXT_SIZE = 8192
+# An ordinary weekday evening, hours from midnight.
+CLOCK = datetime(2026, 12, 6, 20, 0, tzinfo=UTC)
 
 
 class Seeded(ProviderWrapper):
@@ -244,6 +251,7 @@ async def measure(
     only: str | None = None,
     warm_up: bool = True,
     calibration: Path | None = None,
+    clock: datetime | None = CLOCK,
 ) -> dict[str, Any]:
     base = make_provider("llamacpp", url)
     base.model = (await base.list_models() or [""])[0]
@@ -251,7 +259,10 @@ async def measure(
     provider = Seeded(base, seed)
     with tempfile.TemporaryDirectory() as scratch:
         store = ChatStore(Path(scratch) / "chats.db")
-        session = Session(Settings(backend="llamacpp", url=url), store, SecretStore(),
+        tools = builtin_tools()
+        if clock is not None:
+            tools = [stopped_clock(clock) if t.name == CURRENT_TIME.name else t for t in tools]
+        session = Session(Settings(backend="llamacpp", url=url), store, SecretStore(), tools,
                           calibrations=kept(calibration, f"llamacpp:{provider.label}"))  # fmt: skip
         session.use_provider(provider, "llamacpp")
         started = time.perf_counter()
@@ -280,60 +291,17 @@ async def measure(
             "turns": shown}  # fmt: skip
 
 
-def median(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
-def summary(run: dict[str, Any]) -> list[str]:
-    """One table row per half: what the issue's targets are stated in."""
-    rows = []
-    for half in ("dev", "held-out"):
-        turns = [t for t in run["turns"] if t["half"] == half]
-        if not turns:
-            continue
-        quiet = [t for t in turns if t["expected"] is None]
-        due = [t for t in turns if t["expected"] is not None]
-        ratios = [t["seconds"] / t["plain_seconds"] for t in quiet if t["plain_seconds"]]
-        ratio = f"{median(ratios):.2f}" if ratios else "—"
-        # What the gate costs before the first word, whatever the two answers' lengths.
-        firsts = [t["first_token_s"] / t["plain_first_token_s"] for t in quiet
-                  if t["plain_first_token_s"] and t["first_token_s"]]  # fmt: skip
-        first_ratio = f"{median(firsts):.2f}" if firsts else "—"
-        first = median([t["first_token_s"] for t in turns])
-        warm = median([t.get("warm_up_s") for t in turns])
-        judged = [t for t in quiet if t.get("plain_right") is not None]
-        beyond = sum(not t["plain_right"] for t in judged)
-        cells = [
-            run["model"], half,
-            f"{sum(t['right'] for t in turns)}/{len(turns)}",
-            f"{sum(1 for t in quiet if t['unwanted'])}/{len(quiet)}",
-            f"{sum(1 for t in due if t['unwanted'])}/{len(due)}",
-            f"{sum(t['missed'] for t in due)}/{len(due)}",
-            f"{sum(1 for t in turns if t.get('repeats'))}",
-            f"{sum(t['ignored'] for t in due)}",
-            f"{sum(t['refusal'] for t in turns)}",
-            f"{sum(t['leaked'] for t in turns)}",
-            f"{beyond}/{len(judged)}" if judged else "—",
-            f"{first:.1f}" if first is not None else "—",
-            f"{median([t['seconds'] for t in turns]):.1f}",
-            ratio,
-            first_ratio,
-            f"{warm:.1f}" if warm is not None else "—",
-        ]  # fmt: skip
-        rows.append("| " + " | ".join(cells) + " |")
-    return rows
-
-
-HEADER = (
-    "| model | half | turns right | no-tool turns with a call | tool turns with another "
-    "call | missed calls | calls made again | results not used | refusals | formats shown "
-    "| no-tool turns wrong with no tools offered either | first token s (median) "
-    "| s per turn (median) | no-tool turn ÷ plain (median) "
-    "| its first word ÷ the plain answer's (median) | next prompt read ahead s (median) |\n"
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-    "| --- | --- |"
-)
+def clock_instant(text: str) -> datetime | None:
+    """`--clock`: an aware instant, or None ("now": the real clock)."""
+    if text == "now":
+        return None
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if instant.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no UTC offset")
+    return instant
 
 
 async def run() -> None:
@@ -354,6 +322,12 @@ async def run() -> None:
         type=Path,
         help="the model's calibration kept in this file: taken if it is there (no "
         "calibration before the chats, as after a restart), else written",
+    )
+    parser.add_argument(
+        "--clock",
+        type=clock_instant,
+        default=CLOCK.isoformat(),
+        help="the instant the clock tool tells (ISO 8601 with its offset), or 'now'",
     )
     parser.add_argument("--server-log", type=Path, help="the built-in server's log, kept")
     parser.add_argument(
@@ -383,6 +357,7 @@ async def run() -> None:
             args.conversation,
             warm_up=not args.no_warm_up,
             calibration=args.calibration,
+            clock=args.clock,
         )
     finally:
         if server is not None:

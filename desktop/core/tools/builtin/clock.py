@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -10,24 +13,32 @@ from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
 
 
-async def current_time(arguments: dict[str, Any]) -> dict[str, Any]:
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def current_time(
+    arguments: dict[str, Any], now: Callable[[], datetime] = _utc_now
+) -> dict[str, Any]:
+    """`now`: the instant to tell (aware), the real one unless a clock is stopped."""
     zone_name = arguments.get("timezone")
+    instant = now()
     if zone_name:
         try:
-            now = datetime.now(ZoneInfo(str(zone_name)))
+            there = instant.astimezone(ZoneInfo(str(zone_name)))
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(
                 f"unknown time zone {zone_name!r}; use an IANA name such as Europe/Paris"
             ) from None
     else:
-        now = datetime.now().astimezone()
+        there = instant.astimezone()
     return {
-        "iso": now.isoformat(timespec="seconds"),
-        "date": now.strftime("%Y-%m-%d"),
-        "time": now.strftime("%H:%M:%S"),
-        "weekday": now.strftime("%A"),
-        "timezone": zone_name or now.tzname() or "local",
-        "utc_offset": now.strftime("%z"),
+        "iso": there.isoformat(timespec="seconds"),
+        "date": there.strftime("%Y-%m-%d"),
+        "time": there.strftime("%H:%M:%S"),
+        "weekday": there.strftime("%A"),
+        "timezone": zone_name or there.tzname() or "local",
+        "utc_offset": there.strftime("%z"),
     }
 
 
@@ -54,3 +65,10 @@ CURRENT_TIME = Tool(
         Example("What's the date today?", {}),
     ),
 )
+
+
+def stopped_clock(instant: datetime) -> Tool:
+    """`current_time` always telling `instant` (aware): for a benchmark whose
+    conversations must read the same clock whatever day they run on, since a model's
+    later answers follow the date and time its history holds."""
+    return replace(CURRENT_TIME, handler=partial(current_time, now=lambda: instant))
