@@ -82,7 +82,7 @@ from desktop.core.warm_up import PromptWarmUp
 
 DATA = Path(__file__).resolve().parent / "data" / "everyday" / "conversations.jsonl"
 CONTEXT_SIZE = 8192
-# An ordinary weekday evening, hours from midnight.
+# One evening, hours from midnight in UTC.
 CLOCK = datetime(2026, 12, 6, 20, 0, tzinfo=UTC)
 
 
