@@ -19,7 +19,7 @@ import re
 import string
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from desktop.core.messages import Message, ToolCall
@@ -40,13 +40,6 @@ _SCHEMA_DEPTH = 8
 _JOINING = frozenset(string.digits + ".,eE_")
 
 
-def _decimal(value: Any) -> Decimal | None:
-    try:
-        return Decimal(str(value).replace(",", ""))
-    except InvalidOperation:
-        return None
-
-
 def _in_text(text: str) -> Iterator[Decimal]:
     return (n for n in numbers_in(text) if len(n.as_tuple().digits) <= MOST_DIGITS)
 
@@ -65,8 +58,8 @@ def data_numbers(value: Any) -> set[Decimal]:
         elif isinstance(item, str):
             found.update(_in_text(item))
         elif isinstance(item, int | float) and not isinstance(item, bool):
-            number = _decimal(item)
-            if number is not None and number.is_finite():
+            number = Decimal(str(item))  # as written: 12.5, not the float's binary expansion
+            if number.is_finite():
                 found.add(number)
     return found
 
