@@ -67,15 +67,24 @@ def data_numbers(value: Any) -> set[Decimal]:
 def _said(messages: Sequence[Message]) -> dict[Decimal, None]:
     """Every number the person and the tools said, once, in the order last said. Not the
     model's own answers: having drawn the example's chart, a small model described it with
-    the example's numbers, then computed with them."""
+    the example's numbers, then computed with them. Nor what the loop wrote back about a
+    call it refused or a tool that failed, nor its notes on calls it could not read: those
+    quote the model's own values."""
     said: dict[Decimal, None] = {}
     for message in messages:
-        if message.role == "assistant":
+        if not _a_source(message):
             continue
         for number in _in_text(message.text):
             said.pop(number, None)
             said[number] = None
     return said
+
+
+def _a_source(message: Message) -> bool:
+    """Whether a message's numbers are the person's or a tool's own."""
+    if message.role == "tool":
+        return not message.rejected and message.meta.error is None
+    return message.role != "assistant" and not message.from_the_loop
 
 
 def numbers_said(messages: Sequence[Message]) -> list[Decimal]:

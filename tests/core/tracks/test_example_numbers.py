@@ -10,7 +10,7 @@ from decimal import Decimal
 import jsonschema
 import pytest
 
-from desktop.core.messages import Message, ToolCall
+from desktop.core.messages import Message, MessageMeta, TextPart, ToolCall
 from desktop.core.tool_spec import Example, ToolSpec
 from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import chart_tool
@@ -205,6 +205,22 @@ def test_the_models_own_answers_say_no_numbers() -> None:
     assert Decimal(14) not in numbers_said(described)
     told = [*SALES, Message.tool("c", "lookup", "Jan 10, Feb 14 and Mar 9")]
     assert not copies_example_numbers(average, [CALCULATOR, CHART], told)
+
+
+def test_what_the_loop_wrote_back_about_a_call_says_no_numbers() -> None:
+    """A refused call's message, a failed tool's error and the loop's notes quote the
+    model's own values: writing them again is no more the person's for that."""
+    made_up = "Error: 'values' [10, 14, 9] is not valid under the schema"
+    for echoed in (
+        Message.tool("c", "create_chart", made_up, rejected=True),
+        Message.tool("c", "create_chart", made_up, meta=MessageMeta(duration_ms=1.0, error="x")),
+        Message("user", [TextPart(made_up)], meta=MessageMeta(step_notes=1)),
+    ):
+        conversation = [*SALES, echoed]
+        assert Decimal(14) not in numbers_said(conversation)
+        assert copies_example_numbers(chart(10, 14, 9), [CHART], conversation)
+    ran = Message.tool("c", "lookup", "Jan 10, Feb 14 and Mar 9", meta=MessageMeta(duration_ms=1.0))
+    assert Decimal(14) in numbers_said([*SALES, ran])
 
 
 def test_a_number_said_long_ago_is_still_said() -> None:
