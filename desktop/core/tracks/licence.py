@@ -22,13 +22,14 @@ import re
 import string
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cache
 from typing import Any, Literal, assert_never
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.char_class import one_class
-from desktop.core.tracks.example_numbers import copies_example_numbers
+from desktop.core.tracks.example_numbers import copies_example_numbers, prompt_numbers
 from desktop.core.tracks.prompt import current_turn_start, is_request
 from desktop.core.words import STOPWORDS, numbers_in
 
@@ -94,7 +95,12 @@ def _words(text: str) -> set[str]:
 
 
 def _numbers(text: str) -> set[str]:
-    return {str(number.normalize()) for number in numbers_in(text)}
+    return {_value(number) for number in numbers_in(text)}
+
+
+def _value(number: Decimal) -> str:
+    """A number as the licence compares it: "7,006,652" and "7006652.0" are one value."""
+    return str(number.normalize())
 
 
 def content(text: str) -> set[str]:
@@ -257,9 +263,12 @@ def after_a_result(messages: Sequence[Message]) -> bool:
 
 
 def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> ToolCall:
-    """The call without the optional arguments it copied from its tool's examples, never
-    said: "What time is it?" wants the clock, not the example's time zone."""
-    copied = _example_values(tool)
+    """The call without the optional arguments it copied from its tool's examples or made
+    only of the numbers its prompt shows, never said: "What time is it?" wants the clock,
+    not the example's time zone, and a season written as the description's stated default
+    leaves the tool its default (kept, the call would read as one of the prompt's numbers
+    and be refused whole)."""
+    copied = _example_values(tool) | {_value(n) for n in prompt_numbers([tool])}
     said = content(" ".join(m.text for m in messages))
     required = tool.parameters.get("required", [])
 

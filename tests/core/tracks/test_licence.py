@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from desktop.core.messages import Message, ToolCall
+from desktop.core.tool_spec import ToolSpec
 from desktop.core.tools.builtin.calculator import CALCULATOR
 from desktop.core.tools.builtin.charts import CREATE_CHART
 from desktop.core.tools.builtin.clock import CURRENT_TIME
@@ -103,6 +104,29 @@ def test_an_optional_argument_copied_from_an_example_is_left_out() -> None:
     # A required one stays: the call is judged whole.
     copied = call("calculator", expression="23 * 19")
     assert trimmed(copied, CALCULATOR, [Message.user("Hi")]) == copied
+
+
+def test_an_optional_argument_written_as_its_described_default_is_left_out() -> None:
+    standings = ToolSpec(
+        "league_standings",
+        "The standings of a team in a football league.",
+        {
+            "type": "object",
+            "properties": {
+                "team": {"type": "string", "description": "The team's name."},
+                "season": {"type": "string", "description": "Default is 2023-2024."},
+            },
+            "required": ["team"],
+        },
+    )
+    asked = [Message.user("Where does Liverpool stand in the league?")]
+    written = call("league_standings", team="Liverpool", season="2023-2024")
+    kept, refused = licensed([written], [standings], asked)
+    assert refused == []
+    assert [c.arguments for c in kept] == [{"team": "Liverpool"}]
+    # Said by the person, the same season is theirs and stays.
+    said = [Message.user("Where did Liverpool stand in 2023-2024?")]
+    assert trimmed(written, standings, said) == written
 
 
 def test_a_call_copying_a_tools_example_is_made_up_even_on_its_subject() -> None:
