@@ -268,9 +268,11 @@ def trimmed(call: ToolCall, tool: ToolSpec, messages: Sequence[Message]) -> Tool
     not the example's time zone, and a season written as the description's stated default
     leaves the tool its default (kept, the call would read as one of the prompt's numbers
     and be refused whole)."""
+    required = tool.parameters.get("required", [])
+    if all(name in required for name in call.arguments):
+        return call  # most calls: nothing to read in the prompt or the conversation
     copied = _example_values(tool) | {_value(n) for n in prompt_numbers([tool])}
     said = content(" ".join(m.text for m in messages))
-    required = tool.parameters.get("required", [])
 
     def made_up(value: Any) -> bool:
         values = values_of(value)
