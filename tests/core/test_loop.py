@@ -114,6 +114,20 @@ async def test_an_answer_that_loops_finishes_the_turn_with_its_first_saying() ->
         assert inner.closed_early == 1
 
 
+async def test_an_answer_that_loops_inside_a_line_is_ended_and_its_request_closed() -> None:
+    looping = ["1234 * 5678 = ", *("77" for _ in range(300))]
+    natively = ScriptedProvider([Step(chunks=looping)])
+    for provider, inner in (emulated(Step(chunks=looping)), (NativeTools(natively), natively)):
+        events, conversation = await turn(provider, [Recorder().tool])
+        assert (
+            events[-1]
+            == TurnFinished(0, "1234 * 5678 = 7")
+            == TurnFinished(0, conversation[-1].text)
+        )
+        assert [e.message for e in events if isinstance(e, TurnWarning)] == [NOTICE]
+        assert inner.closed_early == 1
+
+
 async def test_literal_null_answer_is_the_text_null() -> None:
     """Edge case 5."""
     provider, _ = emulated("null")

@@ -10,6 +10,12 @@ sees the repeats that are cut.
 
 Lines too short to mean much ("---", "Yes."), blank lines and code (inside fences, where
 the same line often comes back by right) neither count nor break a run.
+
+A loop can also stay inside one line: a few characters said over and over ("= 7777777...",
+"hahaha..."). Such a run is held from its second saying while it goes on, shown if it
+ends (a doubled letter, a number with many zeros, a short laugh), and the answer is
+ended once it is too long to be any of them. Runs of punctuation and spaces (a rule, a
+table's "|---|") are left alone.
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ BLOCK_TIMES = 3
 LONGEST_BLOCK = 8
 # A line shorter than this (without its list marker) is too plain to tell a loop by.
 SHORTEST_LINE = 16
+# A stretch of at most this many characters said again at once inside one line is a run,
+# held from its second saying while it goes on (a doubled letter waits one token), and
+# ended at this many characters: longer than any number or laugh.
+LONGEST_STRETCH = 8
+HELD_SAYINGS = 2
+LOOPING_RUN = 64
 REPEATING = "the same lines over and over"
 NOTICE = "The model began repeating itself, so its answer was ended there."
 
@@ -42,6 +54,24 @@ def _plain(line: str, marker: re.Pattern[str] = _MARKER) -> str:
     """A line as compared: its list marker (the number that grows in a loop), spacing and
     case left out."""
     return _SPACES.sub(" ", marker.sub("", line)).strip().casefold()
+
+
+def stretch_run(line: str) -> tuple[int, int] | None:
+    """The run of one stretch said over and over that ends `line`, from `HELD_SAYINGS`
+    sayings on: where its second saying begins, and the run's length in characters (None:
+    no such run, or one of punctuation and spaces alone)."""
+    found: tuple[int, int] | None = None
+    for size in range(1, LONGEST_STRETCH + 1):
+        stretch = line[len(line) - size :]
+        if len(line) < HELD_SAYINGS * size or not any(c.isalnum() for c in stretch):
+            continue
+        start = len(line) - size
+        while start >= size and line[start - size : start] == stretch:
+            start -= size
+        length = len(line) - start
+        if length >= HELD_SAYINGS * size and (found is None or length > found[1]):
+            found = (start + size, length)
+    return found
 
 
 class RepeatGuard:
@@ -67,7 +97,13 @@ class RepeatGuard:
             self._line_start, self._line_new = end + 1, False
             if self.cut is not None:
                 return self._release(self.cut.at)
-        return self._release(self._showable())
+        run = None if self._in_code else stretch_run(self.text[self._line_start :])
+        if run is not None and run[1] >= LOOPING_RUN:
+            # Its first sayings may have been shown before it was a run: they stay.
+            self.cut = Leak(max(self._line_start + run[0], self.released), REPEATING)
+            return self._release(self.cut.at)
+        held = len(self.text) if run is None else self._line_start + run[0]
+        return self._release(min(self._showable(), held))
 
     def flush(self) -> str:
         """What was held at the end, its last line read as done: a loop the model ended

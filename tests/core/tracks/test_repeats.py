@@ -88,3 +88,29 @@ def test_a_run_held_when_the_answer_ends_is_shown() -> None:
     answer = f"{ITEM}\n{ITEM}\n{ITEM}"
     out, guard = streamed(answer)
     assert out == answer and guard.cut is None
+
+
+def test_a_stretch_said_over_and_over_in_one_line_ends_the_answer() -> None:
+    """A model may loop inside a line ("= 7777..." until its budget runs out): the answer
+    ends there, its first saying kept; of the rest, no more than a second saying's first
+    characters are shown (before they could be told from the next word)."""
+    for stretch in ("7", "ha", "and so "):
+        said = "1234 * 5678 = " + stretch
+        for size in (1, 5, len(said) + 200 * len(stretch)):
+            out, guard = streamed(said + stretch * 200, size)
+            assert out.startswith(said) and len(out) < len(said) + len(stretch), (stretch, size)
+            assert guard.cut is not None and guard.cut.name == REPEATING
+            assert guard.cut.at == len(out)
+
+
+def test_a_short_run_in_a_line_is_held_only_until_it_ends() -> None:
+    guard = RepeatGuard()
+    shown = guard.feed("A billion is 1")
+    shown += guard.feed("000000")
+    assert shown == "A billion is 10"  # the zeros may be a loop
+    shown += guard.feed("000 (nine zeros).")
+    assert shown == "A billion is 1000000000 (nine zeros)."
+    out, guard = streamed("Ha" + "ha" * 10 + "! Good one.\n" + "-" * 80 + "\n| --- " * 20)
+    assert out.startswith("Hahahahahahahahahahaha! Good one.\n" + "-" * 80)
+    assert guard.cut is None  # punctuation runs (a rule, a table) are left alone
+    assert streamed("It costs 1000000")[0] == "It costs 1000000"  # shown when it ends
