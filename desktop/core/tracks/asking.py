@@ -47,6 +47,10 @@ WHOLE_CALL_LOOKAHEAD = 2000
 # A call whose last this-many characters it has written twice before goes round in circles
 # (a model repeating a few made-up arguments): it would only ever reach the lookahead.
 REPEATED_STRETCH = 48
+# How long a call under the grammar must be before a repeated stretch stops it: a shorter
+# one may mean it (a list of zeros in code, "1 + 1 + ..."); a circle runs to the budget.
+CIRCLING_LENGTH = 1000
+CIRCLING = "The call went round in circles, the same arguments over and over, and was stopped."
 
 
 @dataclass
@@ -65,6 +69,16 @@ class ListItems:
         """The first `limit` characters of the item being written (empty between items):
         read on every token, so never the whole of a long one."""
         return "" if self._start is None else self.text[self._start : self._start + limit]
+
+    def circling(self, prompt: str) -> bool:
+        """Whether the item being written, past `CIRCLING_LENGTH`, goes round in circles
+        (`repeats_itself`) with a stretch the `prompt` does not hold (a copy of a list the
+        person gave is no circle): under the grammar, greedy, it would only ever reach the
+        token budget."""
+        if self._start is None or len(self.text) - self._start < CIRCLING_LENGTH:
+            return False
+        item = self.text[self._start :]
+        return repeats_itself(item) and item[-REPEATED_STRETCH:] not in prompt
 
     def feed(self, chunk: str) -> list[str]:
         done: list[str] = []
@@ -205,6 +219,9 @@ async def constrained_calls(
     odds returned. A call's values are copied from the request, not composed: they are
     written greedily whatever the chat's temperature.
 
+    A call that goes round in circles is stopped there, broken, as the token budget would
+    have cut it (greedy, it never leaves the circle), without waiting for the budget.
+
     With a `judge`, the writing stops at the first call it refuses: the calls are the ones
     before it. A model that lists made-up calls lists several, each costing its tokens. A
     call refused by its tool's name alone stops the writing at the name; where it was the
@@ -221,11 +238,16 @@ async def constrained_calls(
     reply: Reply | None = None
     items, accepted, refused = ListItems(), list[str](), list[Refusal]()
     unweighed = False  # the first call was refused at its name: no arguments were written
+    circled = False
+    prompt = "\n".join(m.text for m in history)
     async with aclosing(inner.stream(history, [], asked)) as forced:
         async for event in forced:
             if isinstance(event, TextChunk):
                 text.append(event.text)
-                if judge is not None and _judged(items.feed(event.text), judge, accepted, refused):
+                done = items.feed(event.text)
+                if judge is not None and _judged(done, judge, accepted, refused):
+                    break
+                if circled := items.circling(prompt):
                     break
                 early = None
                 if judge is not None and judge.by_name:
@@ -246,11 +268,13 @@ async def constrained_calls(
         written = f"[{', '.join(accepted)}]"
     parsed = parse_answer(written, known)
     calls, broken = split_calls(checked_call(n, a) for n, a in parsed.calls)
+    cut = [replace(b, reason=CIRCLING) if circled else b for b in parsed.broken]
+    finish = "length" if circled else "stop" if refused else None
     return ConstrainedCalls(
         calls,
-        [*broken, *parsed.broken],
+        [*broken, *cut],
         (reply.raw or reply.text) if reply else "".join(text),
-        reply.finish_reason if reply else ("stop" if refused else None),
+        reply.finish_reason if reply else finish,
         arguments_odds(chosen) if part.weigh and not unweighed else None,
         passed_on,
         refused,

@@ -96,6 +96,52 @@ async def test_calls_before_one_refused_by_its_name_are_kept_and_weighed() -> No
     assert written.arguments == 0.99 and provider.closed_early == 1
 
 
+def _expression_call(expression: str, piece: int = 7) -> list[str]:
+    text = json.dumps([{"name": "calculator", "arguments": {"expression": expression}}])
+    return [text[at : at + piece] for at in range(0, len(text), piece)]
+
+
+async def _written(
+    chunks: list[str], history: list[Message]
+) -> tuple[ScriptedProvider, ConstrainedCalls]:
+    provider = ScriptedProvider([Step(chunks=chunks)])
+    part = Constrained(None)
+    written = await constrained_calls(
+        provider, history, [CALCULATOR], RequestOptions(), part, ["calculator"]
+    )
+    return provider, written
+
+
+async def test_a_call_going_round_in_circles_under_the_grammar_is_stopped() -> None:
+    """Greedy under the grammar, a model cycling through the numbers it may write never
+    leaves the circle: it is stopped soon after its floor, broken, as the budget would."""
+    from desktop.core.tracks.asking import CIRCLING, CIRCLING_LENGTH
+
+    circle = "120 * 95 + 120 * 180 + 180 * 140 + 180 * 95 + 180 * 120 + "
+    chunks = _expression_call("2 * 120 + 7 * 95 + " + circle * 80)
+    provider, written = await _written(chunks, [Message.user("What were the total sales?")])
+    assert written.calls == [] and [b.name for b in written.broken] == ["calculator"]
+    assert written.broken[0].reason == CIRCLING and written.finish_reason == "length"
+    assert provider.closed_early == 1
+    assert CIRCLING_LENGTH <= len(written.raw) < CIRCLING_LENGTH + 2 * len(circle)
+
+
+@pytest.mark.parametrize(
+    ("expression", "asked"),
+    [
+        ("1 + " * 200 + "1", "Add 1 two hundred and one times."),  # under the floor
+        ("1.5 + " * 400 + "1", "What is " + "1.5 + " * 400 + "1?"),  # the person's own
+    ],
+)
+async def test_a_long_call_repeating_what_is_meant_is_written_to_its_end(
+    expression: str, asked: str
+) -> None:
+    chunks = _expression_call(expression)
+    provider, written = await _written(chunks, [Message.user(asked)])
+    assert [c.arguments for c in written.calls] == [{"expression": expression}]
+    assert written.broken == [] and provider.closed_early == 0
+
+
 def test_the_grammar_writes_only_arguments_its_schema_allows() -> None:
     from desktop.core.tracks.asking import grammar_writes
     from tests.core.tracks.samples import SEARCH
