@@ -3,13 +3,14 @@
     python -m bench loops [--seeds 3] [--requantize Q3_K_S] [--model FILE.gguf] [--url URL]
 
 Asks the bundled model (or `--model`, or the bundled model requantized) requests that invite
-a small model to write a list, greedily and at the server's own temperature with a seed per
-round: once through Loomchat's loop (the emulated track, nothing offered, as a chat with no
-tools asks), and once straight to the server with the same prompt, seed and token budget
-(the app's answer budget in the built-in server's context). Prints each answer's characters
-and seconds on both sides, and whether the server's went round in circles (as the app's own
-guard reads it, after the fact); then, over the answers that did, the median of the app's
-seconds over the server's, and how many of them the app ended after their first saying.
+a small model to write a list or a paragraph, greedily and at the server's own temperature
+with a seed per round: once through Loomchat's loop (the emulated track, nothing offered, as
+a chat with no tools asks), and once straight to the server with the same prompt, seed and
+token budget (the app's answer budget in the built-in server's context). Prints each
+answer's characters and seconds on both sides, and whether the server's went round in
+circles (as the app's own guard reads it, after the fact); then, over the answers that did,
+the median of the app's seconds over the server's, and how many of them the app ended after
+their first saying.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ REQUESTS = (
     "Give me tips for sleeping better.",
     "What should I pack for a beach holiday?",
     "How can I save money on groceries?",
+    # Explanations, which a small model may write as one paragraph that loops.
+    "How does a bicycle gear work?",
+    "Explain how a volcano erupts.",
 )
 
 

@@ -128,6 +128,18 @@ async def test_an_answer_that_loops_inside_a_line_is_ended_and_its_request_close
         assert inner.closed_early == 1
 
 
+async def test_a_paragraph_that_loops_is_ended_and_its_request_closed() -> None:
+    sentence = "The gear shaft is connected to the gear seat housing. "
+    looping = ["A gear turns the wheel. ", *(sentence for _ in range(200))]
+    natively = ScriptedProvider([Step(chunks=looping)])
+    for provider, inner in (emulated(Step(chunks=looping)), (NativeTools(natively), natively)):
+        events, conversation = await turn(provider, [Recorder().tool])
+        answer = f"A gear turns the wheel. {sentence}"
+        assert events[-1] == TurnFinished(0, answer) and conversation[-1].text == answer
+        assert [e.message for e in events if isinstance(e, TurnWarning)] == [NOTICE]
+        assert inner.closed_early == 1
+
+
 async def test_literal_null_answer_is_the_text_null() -> None:
     """Edge case 5."""
     provider, _ = emulated("null")

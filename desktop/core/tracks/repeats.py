@@ -11,7 +11,11 @@ sees the repeats that are cut.
 Lines too short to mean much ("---", "Yes."), blank lines and code (inside fences, where
 the same line often comes back by right) neither count nor break a run.
 
-A loop can also stay inside one line: a few characters said over and over ("= 7777777...",
+A loop can also stay inside one line, one paragraph that never ends: its phrases (its
+sentences, and their clauses) are counted as lines are ("The shaft is connected to the
+housing. The shaft is connected to the housing. ...", "... when a volcano erupts, it is
+a process that occurs when a volcano erupts, it is ..."); a list marker is no phrase of
+its own. Or a few characters said over and over ("= 7777777...",
 "hahaha..."). Such a run is held from its second saying while it goes on, shown if it
 ends (a doubled letter, a number with many zeros, a short laugh), and the answer is
 ended once it is too long to be any of them. Runs of punctuation and spaces (a rule, a
@@ -48,6 +52,9 @@ _MARKER = re.compile(r"^\s*(?:\d{1,4}[.)]|[-*+•])\s+")
 # A line still being written may be a list marker not yet finished ("12", "1.", "-").
 _MARKER_SO_FAR = re.compile(r"^\s*(?:\d{1,4}[.)]?|[-*+•])?\s*")
 _SPACES = re.compile(r"\s+")
+# Where a phrase ends inside a line (a sentence, or a clause: a loop may never end its
+# sentence): its mark, any closing quote or bracket, a space.
+_PHRASE_END = re.compile(r"[.!?,;:][\"'\u2019\u201d)\]*_]*[ \t]+")
 
 
 def _plain(line: str, marker: re.Pattern[str] = _MARKER) -> str:
@@ -87,16 +94,26 @@ class RepeatGuard:
         self._line_new = False  # it has begun otherwise than the last few lines (or in code)
         self._in_code = False
         self._held_from: int | None = None  # the first line that may be a saying again
+        self._phrases = _Phrases(0)  # of the line being written
+
+    def _new_line(self, start: int) -> None:
+        self._line_start, self._line_new = start, False
+        self._phrases = _Phrases(start)
 
     def feed(self, chunk: str) -> str:
         if self.cut is not None:
             return ""
         self.text += chunk
         while (end := self.text.find("\n", self._line_start)) >= 0:
-            self._line_done(self._line_start, self.text[self._line_start : end])
-            self._line_start, self._line_new = end + 1, False
+            self._phrases_done(end, last=True)
+            if self.cut is None:
+                self._line_done(self._line_start, self.text[self._line_start : end])
+            self._new_line(end + 1)
             if self.cut is not None:
                 return self._release(self.cut.at)
+        self._phrases_done(len(self.text))
+        if self.cut is not None:
+            return self._release(self.cut.at)
         run = None if self._in_code else stretch_run(self.text[self._line_start :])
         if run is not None and run[1] >= LOOPING_RUN:
             # Its first sayings may have been shown before it was a run: they stay.
@@ -110,8 +127,10 @@ class RepeatGuard:
         by itself is left out too (its repeats were held, never shown), else the run was
         no loop and is shown."""
         if self.cut is None and self._line_start < len(self.text):
-            self._line_done(self._line_start, self.text[self._line_start :])
-            self._line_start = len(self.text)
+            self._phrases_done(len(self.text), last=True)
+            if self.cut is None:
+                self._line_done(self._line_start, self.text[self._line_start :])
+            self._new_line(len(self.text))
         return self._release(len(self.text) if self.cut is None else self.cut.at)
 
     def _release(self, end: int) -> str:
@@ -121,11 +140,16 @@ class RepeatGuard:
         return out
 
     def _showable(self) -> int:
-        """Where what may be shown ends: before the held lines, and before the line being
-        written while it begins as one of the last few did."""
+        """Where what may be shown ends: before the held lines and phrases, and before
+        the line (or phrase) being written while it begins as one of the last few did."""
+        if self._in_code:
+            return len(self.text)
+        return min(self._line_showable(), self._phrases.showable(self.text))
+
+    def _line_showable(self) -> int:
         if self._held_from is not None:
             return self._held_from
-        if self._line_new or self._in_code:
+        if self._line_new:
             return len(self.text)
         begun = _plain(self.text[self._line_start :], _MARKER_SO_FAR)
         if any(line.startswith(begun) for _, line in self._lines[-LONGEST_BLOCK:]):
@@ -141,18 +165,78 @@ class RepeatGuard:
         plain = _plain(line)
         if self._in_code or len(plain) < SHORTEST_LINE:
             return
-        recent = [said for _, said in self._lines[-LONGEST_BLOCK:]]
-        self._lines = [*self._lines[-BLOCK_TIMES * LONGEST_BLOCK :], (start, plain)]
-        if plain not in recent:
-            self._held_from = None  # the run is broken: its lines are shown
+        self._lines, self._held_from, cut = _counted(self._lines, self._held_from, start, plain)
+        if cut is not None:
+            self.cut = Leak(cut, REPEATING)
+
+    def _phrases_done(self, end: int, last: bool = False) -> None:
+        """The line's phrases that ended before `end` counted (`last`: the line ends
+        there, and so does its last phrase)."""
+        if self._in_code:
             return
-        if self._held_from is None:
-            self._held_from = start
-        said = [s for _, s in self._lines]
-        for block in range(1, LONGEST_BLOCK + 1):
-            times = TIMES if block == 1 else BLOCK_TIMES
-            run = said[-times * block :]
-            if len(run) == times * block and run == run[:block] * times:
-                second = self._lines[-(times - 1) * block][0]
-                self.cut = Leak(second, REPEATING)
-                return
+        cut = self._phrases.read(self.text, end, last)
+        if cut is not None:
+            self.cut = Leak(cut, REPEATING)
+
+
+class _Phrases:
+    """The phrases of one line, counted as lines are: a paragraph that goes round in
+    circles never ends its line."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start  # where the phrase being written begins
+        self.scanned = start  # how far phrase ends were looked for
+        self.said: list[tuple[int, str]] = []
+        self.held_from: int | None = None
+        self.new = False  # the one being written began otherwise than the last few
+
+    def read(self, text: str, end: int, last: bool) -> int | None:
+        """Where the answer is cut, if a phrase that ended before `end` closed a loop."""
+        while found := _PHRASE_END.search(text, self.scanned, end):
+            self.scanned = found.end()
+            if (cut := self._done(text, found.end())) is not None:
+                return cut
+        # A mark and its closers near the end may yet end a phrase once a space comes.
+        self.scanned = max(self.scanned, end - 8)
+        return self._done(text, end) if last else None
+
+    def _done(self, text: str, end: int) -> int | None:
+        plain = _plain(text[self.start : end])
+        if not plain:
+            return None  # a list marker ("1. ") opens the phrase after it
+        start, self.start, self.new = self.start, end, False
+        if len(plain) < SHORTEST_LINE:
+            return None
+        self.said, self.held_from, cut = _counted(self.said, self.held_from, start, plain)
+        return cut
+
+    def showable(self, text: str) -> int:
+        if self.held_from is not None:
+            return self.held_from
+        if self.new or not self.said:
+            return len(text)
+        begun = _plain(text[self.start :], _MARKER_SO_FAR)
+        if any(said.startswith(begun) for _, said in self.said[-LONGEST_BLOCK:]):
+            return self.start
+        self.new = bool(begun)
+        return len(text)
+
+
+def _counted(
+    said: list[tuple[int, str]], held_from: int | None, start: int, plain: str
+) -> tuple[list[tuple[int, str]], int | None, int | None]:
+    """One more line (or phrase) counted after those `said` (where each began, as
+    compared): the ones kept, where holding begins (a saying again may be a loop's), and
+    where to cut, once one was said `TIMES` times in a row or a block `BLOCK_TIMES`."""
+    recent = [plain for _, plain in said[-LONGEST_BLOCK:]]
+    said = [*said[-BLOCK_TIMES * LONGEST_BLOCK :], (start, plain)]
+    if plain not in recent:
+        return said, None, None  # the run is broken: its lines are shown
+    held_from = start if held_from is None else held_from
+    sayings = [s for _, s in said]
+    for block in range(1, LONGEST_BLOCK + 1):
+        times = TIMES if block == 1 else BLOCK_TIMES
+        run = sayings[-times * block :]
+        if len(run) == times * block and run == run[:block] * times:
+            return said, held_from, said[-(times - 1) * block][0]
+    return said, held_from, None

@@ -114,3 +114,69 @@ def test_a_short_run_in_a_line_is_held_only_until_it_ends() -> None:
     assert out.startswith("Hahahahahahahahahahaha! Good one.\n" + "-" * 80)
     assert guard.cut is None  # punctuation runs (a rule, a table) are left alone
     assert streamed("It costs 1000000")[0] == "It costs 1000000"  # shown when it ends
+
+
+SENTENCE = "The gear shaft is also connected to the gear seat housing, which is metal."
+
+
+def test_a_sentence_said_over_and_over_in_one_paragraph_ends_the_answer() -> None:
+    """A paragraph that loops never ends its line: its sentences are counted as lines."""
+    head = "A bicycle gear turns the wheel. It has a disc and a housing. "
+    looping = head + " ".join([SENTENCE] * 40)
+    for size in (1, 7, len(looping)):
+        out, guard = streamed(looping, size)
+        assert out == f"{head}{SENTENCE} ", size
+        assert guard.cut is not None and guard.cut.name == REPEATING
+        assert guard.cut.at == len(out)
+
+
+def test_a_round_of_sentences_in_one_paragraph_keeps_one_round() -> None:
+    first, second = (
+        "The disc turns the chain round and round.",
+        "The chain turns the wheel at the back!",
+    )
+    out, guard = streamed("Here is how. " + f"{first} {second} " * 10)
+    assert out == f"Here is how. {first} {second} "
+    assert guard.cut is not None
+
+
+def test_a_clause_said_over_and_over_in_a_sentence_that_never_ends_ends_the_answer() -> None:
+    clause = "it is a natural process that occurs when a volcano erupts, "
+    looping = "A volcano erupts when a volcano erupts, " + clause * 40
+    for size in (1, 7, len(looping)):
+        out, guard = streamed(looping, size)
+        assert out == "A volcano erupts when a volcano erupts, " + clause, size
+        assert guard.cut is not None
+
+
+def test_a_paragraph_loop_the_model_ended_by_itself_is_left_out_too() -> None:
+    out, guard = streamed("Gears:\n" + " ".join([SENTENCE] * TIMES) + "\nThat is all.")
+    assert out == f"Gears:\n{SENTENCE} "
+    assert guard.cut is not None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        " ".join(["I will not talk in class again."] * (TIMES - 1)) + " Done.",  # asked thrice
+        "Yes. " * 12 + "No.",  # too short a sentence to tell a loop by
+        "The disc is metal. The housing is metal. The seat is metal. The chain is metal.",
+        f"{SENTENCE} Then the chain moves. {SENTENCE} Then the wheel turns. {SENTENCE}",
+        "Steps: 1. Open the lid of the box. 2. Take out the gear. 3. Close the lid again.",
+        "```\n" + "assert total == 4. " * 8 + "\n```\n",  # code
+        "Row, row, row your boat, gently down the stream; merrily, merrily, merrily, merrily.",
+        "I packed a towel, a towel for the beach, a hat, a hat for the sun, and sunscreen.",
+        "It costs 1,000,000 dollars: 1,000,000 is a lot, and 1,000,000 is what it costs.",
+    ],
+)
+def test_paragraphs_that_do_not_loop_pass_whole(answer: str) -> None:
+    for size in (1, 5, len(answer)):
+        out, guard = streamed(answer, size)
+        assert out == answer and guard.cut is None
+
+
+def test_a_sentence_that_begins_like_an_earlier_one_is_held_only_until_it_differs() -> None:
+    guard = RepeatGuard()
+    assert guard.feed(f"{SENTENCE} ") == f"{SENTENCE} "
+    assert guard.feed("The gear") == ""  # it may be the same sentence again
+    assert guard.feed(" disc is plastic.") == "The gear disc is plastic."
