@@ -100,41 +100,26 @@ async def test_plain_text_answer_takes_one_request() -> None:
     assert conversation[-1] == Message.assistant("Paris.")
 
 
-async def test_an_answer_that_loops_finishes_the_turn_with_its_first_saying() -> None:
-    """A model that says one line over and over would write until its budget ran out;
-    the turn ends with the line said once, a warning, and the request stopped."""
-    line = "Practise answering the common interview questions."
-    looping = ["Try this:\n", *(f"- {line}\n" for _ in range(40))]
+_LINE = "- Practise answering the common interview questions.\n"
+_SENTENCE = "The gear shaft is connected to the gear seat housing. "
+
+
+@pytest.mark.parametrize(
+    ("looping", "answer"),
+    [
+        (["Try this:\n", *(_LINE for _ in range(40))], f"Try this:\n{_LINE}"),  # lines
+        (["1234 * 5678 = ", *("77" for _ in range(300))], "1234 * 5678 = 7"),  # in a line
+        (["A gear turns. ", *(_SENTENCE for _ in range(200))], f"A gear turns. {_SENTENCE}"),
+    ],
+)
+async def test_an_answer_that_loops_ends_with_its_first_saying_and_its_request_closed(
+    looping: list[str], answer: str
+) -> None:
+    """A model that says the same over and over would write until its budget ran out:
+    the turn ends with it said once, a warning, and the request stopped, on both tracks."""
     natively = ScriptedProvider([Step(chunks=looping)])
     for provider, inner in (emulated(Step(chunks=looping)), (NativeTools(natively), natively)):
         events, conversation = await turn(provider, [Recorder().tool])
-        answer = f"Try this:\n- {line}\n"
-        assert events[-1] == TurnFinished(0, answer) and conversation[-1].text == answer
-        assert [e.message for e in events if isinstance(e, TurnWarning)] == [NOTICE]
-        assert inner.closed_early == 1
-
-
-async def test_an_answer_that_loops_inside_a_line_is_ended_and_its_request_closed() -> None:
-    looping = ["1234 * 5678 = ", *("77" for _ in range(300))]
-    natively = ScriptedProvider([Step(chunks=looping)])
-    for provider, inner in (emulated(Step(chunks=looping)), (NativeTools(natively), natively)):
-        events, conversation = await turn(provider, [Recorder().tool])
-        assert (
-            events[-1]
-            == TurnFinished(0, "1234 * 5678 = 7")
-            == TurnFinished(0, conversation[-1].text)
-        )
-        assert [e.message for e in events if isinstance(e, TurnWarning)] == [NOTICE]
-        assert inner.closed_early == 1
-
-
-async def test_a_paragraph_that_loops_is_ended_and_its_request_closed() -> None:
-    sentence = "The gear shaft is connected to the gear seat housing. "
-    looping = ["A gear turns the wheel. ", *(sentence for _ in range(200))]
-    natively = ScriptedProvider([Step(chunks=looping)])
-    for provider, inner in (emulated(Step(chunks=looping)), (NativeTools(natively), natively)):
-        events, conversation = await turn(provider, [Recorder().tool])
-        answer = f"A gear turns the wheel. {sentence}"
         assert events[-1] == TurnFinished(0, answer) and conversation[-1].text == answer
         assert [e.message for e in events if isinstance(e, TurnWarning)] == [NOTICE]
         assert inner.closed_early == 1
