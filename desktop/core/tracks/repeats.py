@@ -13,13 +13,12 @@ the same line often comes back by right) neither count nor break a run.
 
 A loop can also stay inside one line, one paragraph that never ends: its phrases (its
 sentences, and their clauses) are counted as lines are ("The shaft is connected to the
-housing. The shaft is connected to the housing. ...", "... when a volcano erupts, it is
-a process that occurs when a volcano erupts, it is ..."); a list marker is no phrase of
-its own. Or a few characters said over and over ("= 7777777...",
-"hahaha..."). Such a run is held from its second saying while it goes on, shown if it
-ends (a doubled letter, a number with many zeros, a short laugh), and the answer is
-ended once it is too long to be any of them. Runs of punctuation and spaces (a rule, a
-table's "|---|") are left alone.
+housing. The shaft is connected to the housing. ...", "... when a volcano erupts, it is a
+process that occurs when a volcano erupts, it is ..."); a list marker is no phrase of its
+own. Or a few characters said over and over ("= 7777777...", "hahaha..."). Such a run is
+held from its second saying while it goes on, shown if it ends (a doubled letter, a number
+with many zeros, a short laugh), and the answer is ended once it is too long to be any of
+them. Runs of punctuation and spaces (a rule, a table's "|---|") are left alone.
 """
 
 from __future__ import annotations
@@ -89,15 +88,13 @@ class RepeatGuard:
         self.text = ""  # all that was fed
         self.released = 0
         self.cut: Leak | None = None
-        self._lines: list[tuple[int, str]] = []  # recent counted lines: start, as compared
+        self._lines = _Sayings()
         self._line_start = 0  # where the line being written begins
-        self._line_new = False  # it has begun otherwise than the last few lines (or in code)
         self._in_code = False
-        self._held_from: int | None = None  # the first line that may be a saying again
         self._phrases = _Phrases(0)  # of the line being written
 
     def _new_line(self, start: int) -> None:
-        self._line_start, self._line_new = start, False
+        self._line_start, self._lines.new = start, False
         self._phrases = _Phrases(start)
 
     def feed(self, chunk: str) -> str:
@@ -144,19 +141,9 @@ class RepeatGuard:
         the line (or phrase) being written while it begins as one of the last few did."""
         if self._in_code:
             return len(self.text)
-        return min(self._line_showable(), self._phrases.showable(self.text))
-
-    def _line_showable(self) -> int:
-        if self._held_from is not None:
-            return self._held_from
-        if self._line_new:
-            return len(self.text)
-        begun = _plain(self.text[self._line_start :], _MARKER_SO_FAR)
-        if any(line.startswith(begun) for _, line in self._lines[-LONGEST_BLOCK:]):
-            return self._line_start  # an empty beginning (a marker, spaces) may be either
-        # Once it differs it stays different: a long line is not read again on each token.
-        self._line_new = bool(begun)
-        return len(self.text)
+        phrases = self._phrases
+        lines = self._lines.showable(self.text, self._line_start)
+        return min(lines, phrases.sayings.showable(self.text, phrases.start))
 
     def _line_done(self, start: int, line: str) -> None:
         if line.lstrip().startswith("```"):
@@ -165,8 +152,7 @@ class RepeatGuard:
         plain = _plain(line)
         if self._in_code or len(plain) < SHORTEST_LINE:
             return
-        self._lines, self._held_from, cut = _counted(self._lines, self._held_from, start, plain)
-        if cut is not None:
+        if (cut := self._lines.count(start, plain)) is not None:
             self.cut = Leak(cut, REPEATING)
 
     def _phrases_done(self, end: int, last: bool = False) -> None:
@@ -186,9 +172,7 @@ class _Phrases:
     def __init__(self, start: int) -> None:
         self.start = start  # where the phrase being written begins
         self.scanned = start  # how far phrase ends were looked for
-        self.said: list[tuple[int, str]] = []
-        self.held_from: int | None = None
-        self.new = False  # the one being written began otherwise than the last few
+        self.sayings = _Sayings()
 
     def read(self, text: str, end: int, last: bool) -> int | None:
         """Where the answer is cut, if a phrase that ended before `end` closed a loop."""
@@ -204,39 +188,49 @@ class _Phrases:
         plain = _plain(text[self.start : end])
         if not plain:
             return None  # a list marker ("1. ") opens the phrase after it
-        start, self.start, self.new = self.start, end, False
+        start, self.start, self.sayings.new = self.start, end, False
         if len(plain) < SHORTEST_LINE:
             return None
-        self.said, self.held_from, cut = _counted(self.said, self.held_from, start, plain)
-        return cut
+        return self.sayings.count(start, plain)
 
-    def showable(self, text: str) -> int:
+
+class _Sayings:
+    """Lines (or one line's phrases) as said, counted for a loop: each kept as compared,
+    with where it began."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[int, str]] = []  # the recent ones: start, as compared
+        self.held_from: int | None = None  # the first that may be a saying again
+        self.new = False  # the one being written began otherwise than the last few
+
+    def count(self, start: int, plain: str) -> int | None:
+        """One more said: where to cut, once one was said `TIMES` times in a row or a
+        block `BLOCK_TIMES`; a saying again is held (it may be a loop's)."""
+        recent = [said for _, said in self.said[-LONGEST_BLOCK:]]
+        self.said = [*self.said[-BLOCK_TIMES * LONGEST_BLOCK :], (start, plain)]
+        if plain not in recent:
+            self.held_from = None  # the run is broken: its sayings are shown
+            return None
+        if self.held_from is None:
+            self.held_from = start
+        sayings = [said for _, said in self.said]
+        for block in range(1, LONGEST_BLOCK + 1):
+            times = TIMES if block == 1 else BLOCK_TIMES
+            run = sayings[-times * block :]
+            if len(run) == times * block and run == run[:block] * times:
+                return self.said[-(times - 1) * block][0]
+        return None
+
+    def showable(self, text: str, start: int) -> int:
+        """Where what may be shown ends: before the held sayings, and before the one being
+        written from `start` while it begins as one of the last few did."""
         if self.held_from is not None:
             return self.held_from
-        if self.new or not self.said:
+        if self.new:
             return len(text)
-        begun = _plain(text[self.start :], _MARKER_SO_FAR)
+        begun = _plain(text[start:], _MARKER_SO_FAR)
         if any(said.startswith(begun) for _, said in self.said[-LONGEST_BLOCK:]):
-            return self.start
+            return start  # an empty beginning (a marker, spaces) may be either
+        # Once it differs it stays different: a long one is not read again on each token.
         self.new = bool(begun)
         return len(text)
-
-
-def _counted(
-    said: list[tuple[int, str]], held_from: int | None, start: int, plain: str
-) -> tuple[list[tuple[int, str]], int | None, int | None]:
-    """One more line (or phrase) counted after those `said` (where each began, as
-    compared): the ones kept, where holding begins (a saying again may be a loop's), and
-    where to cut, once one was said `TIMES` times in a row or a block `BLOCK_TIMES`."""
-    recent = [plain for _, plain in said[-LONGEST_BLOCK:]]
-    said = [*said[-BLOCK_TIMES * LONGEST_BLOCK :], (start, plain)]
-    if plain not in recent:
-        return said, None, None  # the run is broken: its lines are shown
-    held_from = start if held_from is None else held_from
-    sayings = [s for _, s in said]
-    for block in range(1, LONGEST_BLOCK + 1):
-        times = TIMES if block == 1 else BLOCK_TIMES
-        run = sayings[-times * block :]
-        if len(run) == times * block and run == run[:block] * times:
-            return said, held_from, said[-(times - 1) * block][0]
-    return said, held_from, None
