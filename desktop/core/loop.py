@@ -118,7 +118,9 @@ async def run_turn(
     offer = ToolOffer(toolbox, settings.invalid_call_retries)
     step = 0
     try:
-        turn = _turn(provider, conversation, settings.options, judge, offer)
+        allowed = dedupe.repeats_allowed(toolbox.names)
+        options = replace(settings.options, repeats_allowed=allowed)
+        turn = _turn(provider, conversation, options, judge, offer)
         async with aclosing(turn) as events:
             async for event in events:
                 step = event.step

@@ -107,6 +107,9 @@ class RequestOptions:
     # Not a step: the prompts the next turn will start with, read into the server's cache
     # while the person reads the answer (`desktop.core.warm_up`). Nothing of it is shown.
     warm_up: bool = False
+    # The tools whose exact repeats within a turn may run (the deduplicator's switch off for
+    # them): elsewhere a track leaves a call made again out before it is made.
+    repeats_allowed: tuple[str, ...] = ()
 
     @property
     def phase(self) -> Literal["opening", "call-odds", "constrained", "plain"] | None:

@@ -12,7 +12,7 @@ tool-call limit. This is the one place that decides; the tracks and the loop ask
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,6 +57,10 @@ class Deduplicator:
     def refuses_repeats(self, tool: str) -> bool:
         """Whether an exact repeat of a call to `tool` is refused (the switch is on for it)."""
         return self.cooldown_overrides.get(tool, self.cooldown_enabled)
+
+    def repeats_allowed(self, tools: Iterable[str]) -> tuple[str, ...]:
+        """Those of `tools` whose exact repeats run (the switch is off for them)."""
+        return tuple(name for name in tools if not self.refuses_repeats(name))
 
     def merged(self, calls: Sequence[ToolCall]) -> list[ToolCall]:
         """One step's calls with the same call written twice in its list kept once, where

@@ -108,13 +108,17 @@ class ListItems:
 
 def _judged(items: list[str], judge: Licence, accepted: list[str], refused: list[Refusal]) -> bool:
     """Each complete call goes to `accepted` until one is refused (to `refused`); whether
-    one was."""
+    one was. A call made before in the turn is passed over: the list may go on to a new
+    one (the result it had read asked for it)."""
     for item in items:
         refusal = _refused(item, judge)
-        if refusal is not None:
+        if refusal is None:
+            accepted.append(item)
+        elif refusal.reason.kind == "made_before":
+            refused.append(refusal)
+        else:
             refused.append(refusal)
             return True
-        accepted.append(item)
     return False
 
 

@@ -131,10 +131,10 @@ class ConstrainedTools(ProviderWrapper):
         sampled = options.temperature is None or options.temperature > 0
         gate = decide(
             messages, tools, self.bars, odds_reported=self.features.reports_token_odds,
-            sampled=sampled,
+            sampled=sampled, repeats_allowed=options.repeats_allowed,
         )  # fmt: skip
         free = _FreeAnswer()
-        judge = Licence.of(tools, messages)
+        judge = Licence.of(tools, messages, options.repeats_allowed)
         driven = self._drive(gate, messages, tools, options, free, judge, history, known)
         try:
             async for event in driven:

@@ -32,7 +32,7 @@ The rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
@@ -221,6 +221,7 @@ def decide(
     sampled: bool,
     measuring: bool = False,
     look_again: bool = False,
+    repeats_allowed: Collection[str] = (),
 ) -> Gate:
     """The gate's rules (see the module) over one step of `messages` offering `tools`.
     `odds_reported`: the backend gives token odds; `sampled`: the answer is asked at a
@@ -228,7 +229,7 @@ def decide(
     `measuring` (the bars are chosen from these answers): every call that could be
     weighed is written with its arguments' odds, and every second look weighs;
     `look_again`: after earlier turns, the second look is asked whatever the request's
-    odds."""
+    odds; `repeats_allowed`: the tools whose exact repeats may run (see `licence`)."""
     bar, source = bars.for_request(messages)
     alone_bar = bars.for_second_look(messages)
     arguments_bar = bars.arguments if first_request_step(messages) or alone_bar else None
@@ -272,7 +273,7 @@ def decide(
     if opened.named and first is None:  # rule 3
         why = f"the call named {opened.named!r}, which is not an offered tool"
         return Plain(why, prose, replace(record, verdict="plain", reason=why))
-    as_written = _as_written(opened, tools, messages, by_name)
+    as_written = _as_written(opened, tools, messages, by_name, repeats_allowed)
     if as_written is not None and (alone_bar is None or after_a_result(messages)):
         return Plain(as_written, prose, replace(record, verdict="plain", reason=as_written))
     if judged is None and not prose.strip() and odds_reported:  # rule 4
@@ -333,13 +334,15 @@ def _as_written(
     tools: Sequence[ToolSpec],
     messages: Sequence[Message],
     by_name: Mapping[str, Reason],
+    repeats_allowed: Collection[str],
 ) -> str | None:
     """Why the free answer's call, read whole or refused by the name it wrote, is not the
     person's (None: it is, or it was not read whole)."""
     named = offered_tool(opened.named, tools) if opened.named else None
     if named is not None and named in by_name:  # its arguments were not read
         return f"{by_name[named]} (as the answer named it)"
-    refused = refusal_of(opened.whole, tools, messages) if opened.whole is not None else None
+    whole = opened.whole
+    refused = None if whole is None else refusal_of(whole, tools, messages, repeats_allowed)
     return None if refused is None else f"{refused} (as the answer wrote it)"
 
 

@@ -9,6 +9,8 @@ the person said. Later in a turn, after a tool's result, a call may also take it
 from the conversation and the results (a chain: list the files, then read one); and a
 follow-up may add one value to earlier ones ("divide that by 2"). A call that
 is none of these is made up, and the model is asked for its answer in words instead.
+So is a call made already in this turn, written again after its result (small models
+do): the deduplicator would refuse it, and the answer is the result's.
 
 Some calls are judged by their tool's name alone: where the request is about no offered
 tool and the tool's schema lets its arguments hold nothing the person said ("Bye" and a
@@ -20,13 +22,13 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
 from typing import Any, Literal, assert_never
 
-from desktop.core.messages import Message, ToolCall
+from desktop.core.messages import Message, ToolCall, call_fingerprint
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.char_class import one_class
 from desktop.core.tracks.example_numbers import copies_example_numbers, prompt_numbers
@@ -45,8 +47,9 @@ _SCHEMA_DEPTH = 8
 
 
 RefusalKind = Literal[
-    "prompt_numbers", "copies_an_example", "not_about", "not_the_persons", "holds_nothing_said"
-]
+    "prompt_numbers", "copies_an_example", "not_about", "not_the_persons",
+    "holds_nothing_said", "made_before",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,10 @@ class Reason:
                 return (
                     f"the request is not about {self.tool}, and its arguments could hold "
                     "nothing the person said"
+                )
+            case "made_before":
+                return (
+                    f"this call to {self.tool} was made in this turn already; its result is above"
                 )
             case _:
                 assert_never(self.kind)
@@ -222,10 +229,17 @@ def request_of(messages: Sequence[Message]) -> str:
 
 
 def refusal(
-    call: ToolCall, tool: ToolSpec, messages: Sequence[Message], offered: Sequence[ToolSpec] = ()
+    call: ToolCall,
+    tool: ToolSpec,
+    messages: Sequence[Message],
+    offered: Sequence[ToolSpec] = (),
+    repeats_allowed: Collection[str] = (),
 ) -> Reason | None:
     """None if the call is the person's; else why not. `offered`: the step's other tools,
-    whose examples' numbers the call may have copied."""
+    whose examples' numbers the call may have copied; `repeats_allowed`: the tools whose
+    exact repeats the deduplicator lets run (its switch off for them)."""
+    if call.name not in repeats_allowed and made_before(call, messages):
+        return Reason("made_before", call.name)
     request = request_of(messages)
     values = values_of(call.arguments)
     said = content(" ".join(m.text for m in messages))
@@ -254,6 +268,15 @@ def refusal(
     if from_request is None:
         return Reason("not_about", call.name)
     return Reason("not_the_persons", call.name)
+
+
+def made_before(call: ToolCall, messages: Sequence[Message]) -> bool:
+    """Whether this exact call (by its fingerprint, as the deduplicator knows calls) was
+    made at an earlier step of this turn."""
+    made = call_fingerprint(call.name, call.arguments)
+    turn = messages[current_turn_start(messages) + 1 :]
+    earlier = (c for m in turn if m.role == "assistant" for c in m.tool_calls)
+    return any(call_fingerprint(c.name, c.arguments) == made for c in earlier)
 
 
 def after_a_result(messages: Sequence[Message]) -> bool:
@@ -291,13 +314,22 @@ class Licence:
     tools: Sequence[ToolSpec]
     messages: Sequence[Message]
     by_name: Mapping[str, Reason]
+    repeats_allowed: Collection[str] = ()
 
     @classmethod
-    def of(cls, tools: Sequence[ToolSpec], messages: Sequence[Message]) -> Licence:
-        return cls(tools, messages, refused_by_name(tools, messages))
+    def of(
+        cls,
+        tools: Sequence[ToolSpec],
+        messages: Sequence[Message],
+        repeats_allowed: Collection[str] = (),
+    ) -> Licence:
+        return cls(tools, messages, refused_by_name(tools, messages), repeats_allowed)
 
     def refusal(self, call: ToolCall) -> Reason | None:
-        return refusal_of(call, self.tools, self.messages)
+        return refusal_of(call, self.tools, self.messages, self.repeats_allowed)
+
+    def licensed(self, calls: Sequence[ToolCall]) -> tuple[list[ToolCall], list[Refusal]]:
+        return licensed(calls, self.tools, self.messages, self.repeats_allowed)
 
 
 @dataclass(frozen=True)
@@ -323,18 +355,24 @@ def tools_about(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[
 
 
 def refusal_of(
-    call: ToolCall, tools: Sequence[ToolSpec], messages: Sequence[Message]
+    call: ToolCall,
+    tools: Sequence[ToolSpec],
+    messages: Sequence[Message],
+    repeats_allowed: Collection[str] = (),
 ) -> Reason | None:
     """Why a call is not the person's, as `licensed` judges it (None: it is, or it names
     no offered tool, which is another rule's)."""
     tool = next((t for t in tools if t.name == call.name), None)
     if tool is None:
         return None
-    return refusal(trimmed(call, tool, messages), tool, messages, tools)
+    return refusal(trimmed(call, tool, messages), tool, messages, tools, repeats_allowed)
 
 
 def licensed(
-    calls: Sequence[ToolCall], tools: Sequence[ToolSpec], messages: Sequence[Message]
+    calls: Sequence[ToolCall],
+    tools: Sequence[ToolSpec],
+    messages: Sequence[Message],
+    repeats_allowed: Collection[str] = (),
 ) -> tuple[list[ToolCall], list[Refusal]]:
     """The calls that are the person's (trimmed of copied optional arguments), and why each
     other one is not."""
@@ -345,7 +383,7 @@ def licensed(
         tool = by_name.get(call.name)
         if tool is not None:
             call = trimmed(call, tool, messages)
-        why = refusal(call, tool, messages, tools) if tool is not None else None
+        why = None if tool is None else refusal(call, tool, messages, tools, repeats_allowed)
         if why is None:
             kept.append(call)
         else:

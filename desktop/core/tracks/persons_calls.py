@@ -23,7 +23,7 @@ from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls
 from desktop.core.tracks.example_numbers import narrowed, numbers_said
 from desktop.core.tracks.gate import Call, ConstrainedCalls
-from desktop.core.tracks.licence import Licence, Refusal, after_a_result, licensed, tools_about
+from desktop.core.tracks.licence import Licence, Refusal, after_a_result, tools_about
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ async def persons_calls(
 
     written = decision.written or await write(decision.first)
     passed_on = list(written.passed_on)
-    kept, refused = licensed(written.calls, tools, messages)
+    kept, refused = judge.licensed(written.calls)
     refused += written.refused
     if kept or written.broken:
         return PersonsCalls(replace(written, calls=kept), refused, passed_on)
@@ -74,7 +74,7 @@ async def persons_calls(
         """The calls written again, `name` first, with only the numbers said."""
         again = await write(name, [narrowed(tool, said) for tool in tools])
         passed_on.extend(again.passed_on)
-        again_kept, again_refused = licensed(again.calls, tools, messages)
+        again_kept, again_refused = judge.licensed(again.calls)
         refused.extend([*again_refused, *again.refused])
         if not again_kept and not again.broken:
             return None
@@ -92,7 +92,7 @@ async def persons_calls(
         if about:
             again = await write(about[0])
             passed_on += again.passed_on
-            again_kept, again_refused = licensed(again.calls, tools, messages)
+            again_kept, again_refused = judge.licensed(again.calls)
             also_refused = [*again_refused, *again.refused]
             if again_kept or again.broken:
                 written, kept, redirected = again, again_kept, about[0]

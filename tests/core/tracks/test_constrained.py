@@ -1,4 +1,5 @@
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -430,12 +431,13 @@ async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
 
 
 @pytest.mark.parametrize("switch", ["on", "off"])
-async def test_a_call_that_repeats_one_made_in_the_turn_is_the_deduplicators_to_judge(
+async def test_a_call_made_again_after_its_result_is_left_out_where_repeats_are_refused(
     switch: str,
 ) -> None:
-    """Right after a result the model writes the same call again. The track passes it on:
-    with the cooldown switch on, the deduplicator refuses it, shown like every verdict,
-    and the model answers in text; switched off, the repeat runs (the limit bounds it)."""
+    """Right after a result the model writes the same call again. With the cooldown switch
+    on, the deduplicator would refuse it: the gate leaves it out before it is made (no
+    refused call in the chat, no step spent on it) and the model answers in words, the
+    reason in the step's record; switched off, the repeat runs (the limit bounds it)."""
     from desktop.core.loop import run_turn
     from desktop.core.tools.dedupe import Deduplicator
     from desktop.core.tools.toolbox import Toolbox
@@ -453,17 +455,24 @@ async def test_a_call_that_repeats_one_made_in_the_turn_is_the_deduplicators_to_
     events = [e async for e in turn]
     kinds = [e.kind for e in events]
     assert events[-1].kind == "turn_finished" and events[-1].text == "It found 3 notes."
+    assert "tool_rejected" not in kinds
     if switch == "on":
-        (rejected,) = [e for e in events if e.kind == "tool_rejected"]
-        assert rejected.stage == "repeat" and "already made in this turn" in rejected.reason
         assert kinds.count("tool_result") == 1
+        last = provider.requests[-1]
+        assert last.options.phase == "plain"
+        assert last.options.reason == (
+            "this call to search was made in this turn already; its result is above"
+        )
     else:
-        assert "tool_rejected" not in kinds and kinds.count("tool_result") == 2
+        assert kinds.count("tool_result") == 2
 
 
-async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
-    """Only a step of nothing but repeats is answered in text: with a new call beside it,
-    the calls are made and the loop refuses the repeat as it always has."""
+@pytest.mark.parametrize("allowed", [(), ("search",)])
+async def test_a_repeat_beside_a_new_call_is_left_out_and_the_new_call_made(
+    allowed: tuple[str, ...],
+) -> None:
+    """Where repeats are refused, only the new call of the step is made (the repeat would
+    be refused and the turn's tools withdrawn after it); where they may run, both are."""
     from desktop.core.messages import ToolCall
     from desktop.core.tracks.constrained import ConstrainedTools
 
@@ -474,9 +483,11 @@ async def test_a_repeat_beside_a_new_call_is_left_to_the_deduplicator() -> None:
     provider = ScriptedProvider(
         [Step(chunks=['{"name": "search"']), Step(chunks=[both])], constrains_json=True
     )
-    events = [e async for e in ConstrainedTools(provider).stream(messages, [SEARCH], GREEDY)]
+    options = replace(GREEDY, repeats_allowed=allowed)
+    events = [e async for e in ConstrainedTools(provider).stream(messages, [SEARCH], options)]
     reply = next(e for e in events if isinstance(e, Reply))
-    assert [c.arguments["query"] for c in reply.tool_calls] == ["q", "r"]
+    made = [c.arguments["query"] for c in reply.tool_calls]
+    assert made == (["q", "r"] if allowed else ["r"])
 
 
 async def test_a_request_after_earlier_turns_is_judged_by_its_own_bar() -> None:

@@ -63,6 +63,32 @@ def test_a_request_about_the_tool_licenses_values_from_earlier_turns() -> None:
     assert why == Reason("not_the_persons", "create_chart")
 
 
+def test_a_call_made_again_after_its_result_is_left_out_unless_repeats_may_run() -> None:
+    """Small models write the call they have just read the result of again; the
+    deduplicator would refuse it, so it is left out before it is made, but for a tool
+    whose repeats the person lets run. Another turn may make it again."""
+    made = ToolCall("c1", "current_time", {"timezone": "Asia/Tokyo"})
+    turn = [Message.user("What time is it in Tokyo?"), Message.assistant("", [made]),
+            Message.tool("c1", "current_time", "2026-12-06T20:00:00+09:00")]  # fmt: skip
+    again = call("current_time", timezone="Asia/Tokyo")
+    why = refusal(again, CURRENT_TIME, turn)
+    assert why == Reason("made_before", "current_time")
+    assert str(why) == (
+        "this call to current_time was made in this turn already; its result is above"
+    )
+    assert refusal(again, CURRENT_TIME, turn, repeats_allowed=("current_time",)) is None
+    other = call("current_time", timezone="Asia/Seoul")
+    assert refusal(other, CURRENT_TIME, turn) is None
+    later = [
+        *turn,
+        Message.assistant("It is 20:00 in Tokyo."),
+        Message.user("And the time in Tokyo now?"),
+    ]
+    assert refusal(again, CURRENT_TIME, later) is None
+    kept, refused = licensed([again, other], [CURRENT_TIME], turn)
+    assert kept == [other] and refused == [Refusal(Reason("made_before", "current_time"))]
+
+
 def test_a_call_with_no_values_needs_a_request_about_its_tool() -> None:
     clock = call("current_time")
     assert refusal(clock, CURRENT_TIME, [Message.user("What day of the week is it?")]) is None
