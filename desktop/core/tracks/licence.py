@@ -271,12 +271,14 @@ def refusal(
 
 
 def made_before(call: ToolCall, messages: Sequence[Message]) -> bool:
-    """Whether this exact call (by its fingerprint, as the deduplicator knows calls) was
-    made at an earlier step of this turn."""
+    """Whether this exact call (by its fingerprint, as the deduplicator knows calls) ran
+    at an earlier step of this turn: its result is there (one refused, say as invalid, is
+    the other rules' to judge)."""
     made = call_fingerprint(call.name, call.arguments)
     turn = messages[current_turn_start(messages) + 1 :]
+    answered = {m.tool_call_id for m in turn if m.role == "tool" and not m.rejected}
     earlier = (c for m in turn if m.role == "assistant" for c in m.tool_calls)
-    return any(call_fingerprint(c.name, c.arguments) == made for c in earlier)
+    return any(c.id in answered and call_fingerprint(c.name, c.arguments) == made for c in earlier)
 
 
 def after_a_result(messages: Sequence[Message]) -> bool:

@@ -87,6 +87,9 @@ def test_a_call_made_again_after_its_result_is_left_out_unless_repeats_may_run()
     assert refusal(again, CURRENT_TIME, later) is None
     kept, refused = licensed([again, other], [CURRENT_TIME], turn)
     assert kept == [other] and refused == [Refusal(Reason("made_before", "current_time"))]
+    # One the loop refused (invalid, say) has no result to answer from: not made.
+    refused_turn = [*turn[:2], Message.tool("c1", "current_time", "Invalid: ...", rejected=True)]
+    assert refusal(again, CURRENT_TIME, refused_turn) is None
 
 
 def test_a_call_with_no_values_needs_a_request_about_its_tool() -> None:
