@@ -114,10 +114,9 @@ def _judged(items: list[str], judge: Licence, accepted: list[str], refused: list
         refusal = _refused(item, judge)
         if refusal is None:
             accepted.append(item)
-        elif refusal.reason.kind == "made_before":
-            refused.append(refusal)
-        else:
-            refused.append(refusal)
+            continue
+        refused.append(refusal)
+        if refusal.reason.kind != "made_before":
             return True
     return False
 

@@ -129,12 +129,12 @@ class ConstrainedTools(ProviderWrapper):
                     yield event
             return
         sampled = options.temperature is None or options.temperature > 0
+        judge = Licence.of(tools, messages, options.repeats_allowed)
         gate = decide(
             messages, tools, self.bars, odds_reported=self.features.reports_token_odds,
-            sampled=sampled, repeats_allowed=options.repeats_allowed,
+            sampled=sampled, licence=judge,
         )  # fmt: skip
         free = _FreeAnswer()
-        judge = Licence.of(tools, messages, options.repeats_allowed)
         driven = self._drive(gate, messages, tools, options, free, judge, history, known)
         try:
             async for event in driven:

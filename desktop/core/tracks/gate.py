@@ -32,7 +32,7 @@ The rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
@@ -41,12 +41,11 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.licence import (
+    Licence,
     Reason,
     Refusal,
     after_a_result,
     content,
-    refusal_of,
-    refused_by_name,
     request_of,
     tools_about,
 )
@@ -221,7 +220,7 @@ def decide(
     sampled: bool,
     measuring: bool = False,
     look_again: bool = False,
-    repeats_allowed: Collection[str] = (),
+    licence: Licence | None = None,
 ) -> Gate:
     """The gate's rules (see the module) over one step of `messages` offering `tools`.
     `odds_reported`: the backend gives token odds; `sampled`: the answer is asked at a
@@ -229,7 +228,8 @@ def decide(
     `measuring` (the bars are chosen from these answers): every call that could be
     weighed is written with its arguments' odds, and every second look weighs;
     `look_again`: after earlier turns, the second look is asked whatever the request's
-    odds; `repeats_allowed`: the tools whose exact repeats may run (see `licence`)."""
+    odds; `licence`: the last rule as the step's calls will be judged by it (by default,
+    with every exact repeat refused)."""
     bar, source = bars.for_request(messages)
     alone_bar = bars.for_second_look(messages)
     arguments_bar = bars.arguments if first_request_step(messages) or alone_bar else None
@@ -249,8 +249,8 @@ def decide(
     greedy = probed is not None and probed.opens
     read_whole = frozenset() if measuring or look_again or (sampled and not greedy) else (
         judged_as_written(messages, tools))  # fmt: skip
-    by_name = refused_by_name(tools, messages) if read_whole else {}
-    by_name = {name: why for name, why in by_name.items() if name in read_whole}
+    licence = Licence.of(tools, messages) if licence is None else licence
+    by_name = {name: why for name, why in licence.by_name.items() if name in read_whole}
     opened = yield from _read(Free(greedy, looking, read_whole, frozenset(by_name)))
     looking = looking and not opened.thought
     judged: CallGate | None = None
@@ -273,7 +273,7 @@ def decide(
     if opened.named and first is None:  # rule 3
         why = f"the call named {opened.named!r}, which is not an offered tool"
         return Plain(why, prose, replace(record, verdict="plain", reason=why))
-    as_written = _as_written(opened, tools, messages, by_name, repeats_allowed)
+    as_written = _as_written(opened, tools, licence, by_name)
     if as_written is not None and (alone_bar is None or after_a_result(messages)):
         return Plain(as_written, prose, replace(record, verdict="plain", reason=as_written))
     if judged is None and not prose.strip() and odds_reported:  # rule 4
@@ -332,17 +332,15 @@ def judged_as_written(messages: Sequence[Message], tools: Sequence[ToolSpec]) ->
 def _as_written(
     opened: Opened,
     tools: Sequence[ToolSpec],
-    messages: Sequence[Message],
+    licence: Licence,
     by_name: Mapping[str, Reason],
-    repeats_allowed: Collection[str],
 ) -> str | None:
     """Why the free answer's call, read whole or refused by the name it wrote, is not the
     person's (None: it is, or it was not read whole)."""
     named = offered_tool(opened.named, tools) if opened.named else None
     if named is not None and named in by_name:  # its arguments were not read
         return f"{by_name[named]} (as the answer named it)"
-    whole = opened.whole
-    refused = None if whole is None else refusal_of(whole, tools, messages, repeats_allowed)
+    refused = licence.refusal(opened.whole) if opened.whole is not None else None
     return None if refused is None else f"{refused} (as the answer wrote it)"
 
 
