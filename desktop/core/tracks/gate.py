@@ -12,7 +12,9 @@ The rules, in order:
 2. The free answer is read until a call names its tool. Prose with no call is the answer,
    except after earlier turns where the model has a bar: prose is then held, and the turn
    asked alone (the second look) decides: under the first request's bar, prose it is
-   (the held answer goes on); over it, a call. A model that thought first chose prose.
+   (the held answer goes on); over it, a call. A model that thought first chose prose,
+   and so did a sampled answer none of whose likeliest openings was a call (the probe's):
+   the look is for a model that weighed a call and chose words.
 3. A call to a tool that is not offered is no call: no tool fits. A call to a tool the
    request is not about is read whole from the free answer (where it was greedy) and judged
    by the last rule (`licence`) as written (or by its name alone, where no call to that
@@ -247,6 +249,9 @@ def decide(
         probed = yield from _ask_odds(Probe(opening=True))
         record = replace(record, opening=probed.odds)
     greedy = probed is not None and probed.opens
+    # No call among the likeliest openings: no call was weighed (calibration, reading what
+    # any bar would decide, looks whatever the odds).
+    looking = looking and (probed is None or probed.odds > 0 or measuring or look_again)
     read_whole = frozenset() if measuring or look_again or (sampled and not greedy) else (
         judged_as_written(messages, tools))  # fmt: skip
     licence = Licence.of(tools, messages) if licence is None else licence
