@@ -42,7 +42,7 @@ from desktop.core.events import (
 )
 from desktop.core.providers.base import Constrained, PlainAnswer, Probe
 from desktop.core.tracing import StepTrace, TurnTrace
-from desktop.core.tracks.gate import UNCALIBRATED
+from desktop.core.tracks.bars import UNCALIBRATED
 from desktop.ui.accessible import describe
 
 VERDICTS: dict[RejectionStage, str] = {

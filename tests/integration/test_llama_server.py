@@ -15,7 +15,7 @@ import pytest
 from desktop.core.events import TextDelta, ToolCallParsed, ToolResult, TurnFinished, Usage
 from desktop.core.loop import LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import RequestOptions
+from desktop.core.providers.base import ProviderWrapper, RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
 from desktop.core.tool_spec import Example
@@ -251,6 +251,43 @@ async def test_the_last_step_keeps_the_cached_prompt(llama_server: LlamaServer) 
     assert last.usage["cached_tokens"] >= first_prompt - 1
     assert isinstance(trace.outcome, TurnFinished)
     assert '{"' not in trace.outcome.text and trace.outcome.text.strip()
+
+
+async def test_a_sampled_answer_goes_on_from_the_token_its_probe_sampled(
+    llama_server: LlamaServer,
+) -> None:
+    """The server continues the answer the probe began (and repeats that beginning in
+    its first text, which the track takes out): the person sees the answer once, whole."""
+    from desktop.core.tools.builtin.calculator import CALCULATOR
+    from desktop.core.tools.builtin.clock import CURRENT_TIME
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    class Recorded(ProviderWrapper):
+        def __init__(self, inner: Any) -> None:
+            super().__init__(inner)
+            self.requests: list[list[Message]] = []
+
+        def stream(self, messages: Any, tools: Any, options: Any) -> Any:
+            self.requests.append(list(messages))
+            return self.inner.stream(messages, tools, options)
+
+    provider = make_provider("llamacpp", llama_server.base_url)
+    recorded = Recorded(provider)
+    options = RequestOptions(temperature=0.3, seed=7, max_tokens=40)
+    events = await complete_turn(
+        ConstrainedTools(recorded), Toolbox([CALCULATOR, CURRENT_TIME]),
+        [Message.user("Write a haiku about autumn.")],
+        settings=LoopSettings(options=options),
+    )  # fmt: skip
+    await provider.aclose()
+    probe, free = recorded.requests
+    opening = free[-1].text
+    assert free[-1].role == "assistant" and opening.strip() and free[:-1] == probe
+    final = events[-1]
+    assert isinstance(final, TurnFinished)
+    assert final.text == "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert final.text.startswith(opening) and not final.text.startswith(opening * 2)
+    assert len(final.text) > len(opening) + 10  # the server went on from it
 
 
 async def test_calibrating_the_real_model(llama_server: LlamaServer) -> None:

@@ -63,12 +63,14 @@ class ScriptedProvider:
     reports_token_odds: bool = False  # pretend the backend sends token odds
     takes_grammar: bool = False  # pretend the backend takes a GBNF grammar
     caches_prompt: bool = False  # pretend the backend keeps its prompts cached
+    continues_answer: bool = False  # pretend the backend continues a last assistant message
 
     @property
     def features(self) -> Features:
         return Features(
-            self.constrains_json, self.reports_token_odds, self.takes_grammar, self.caches_prompt
-        )
+            self.constrains_json, self.reports_token_odds, self.takes_grammar, self.caches_prompt,
+            self.continues_answer,
+        )  # fmt: skip
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions

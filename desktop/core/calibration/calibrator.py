@@ -21,8 +21,8 @@ from desktop.core.calibration.reading import GateReader
 from desktop.core.calibration.scoring import Answer, Bars, answer, opening, score
 from desktop.core.providers.base import Provider
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.bars import Bars as GateBars
 from desktop.core.tracks.constrained import ConstrainedTools
-from desktop.core.tracks.gate import Bars as GateBars
 from desktop.core.tracks.native import NativeTools
 from desktop.core.tracks.prompt import emulated_history
 from desktop.core.tracks.tool_forms import TOOL_FORMS, ToolForm

@@ -14,10 +14,10 @@ from desktop.core.messages import Message
 from desktop.core.providers.base import Constrained, Probe, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls, probe, read_opening
+from desktop.core.tracks.bars import Bars
 from desktop.core.tracks.emulated import known_names
 from desktop.core.tracks.gate import (
     Answer,
-    Bars,
     Call,
     ConstrainedCalls,
     Decision,

@@ -36,6 +36,8 @@ class Features:
     takes_grammar: bool = False  # answers constrained to a GBNF grammar
     # The server keeps a prompt it has read and reads only what a later one adds to it.
     caches_prompt: bool = False
+    # A last assistant message is continued (prefilled), not answered anew.
+    continues_answer: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,14 @@ from desktop.core.tool_spec import ToolSpec
 
 class LlamaCppProvider(OpenAICompatProvider):
     kind = "llamacpp"
-    # What the OpenAI-compatible server takes, and a GBNF `grammar` in the chat request.
+    # What the OpenAI-compatible server takes, and a GBNF `grammar` in the chat request; it
+    # continues an answer whose start ends the messages (unless `--no-prefill-assistant`).
     features = Features(
-        constrains_json=True, reports_token_odds=True, takes_grammar=True, caches_prompt=True
+        constrains_json=True,
+        reports_token_odds=True,
+        takes_grammar=True,
+        caches_prompt=True,
+        continues_answer=True,
     )
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", model: str = "", **kwargs: Any):

@@ -198,14 +198,17 @@ async def probe(
     aside: Aside | None = "turn alone" if part.alone else None
     asked = replace(options, max_tokens=1, top_logprobs=10, part=part, aside=aside)
     alternatives: tuple[tuple[str, float], ...] | None = None
+    token = ""
     async with aclosing(inner.stream(history, [], asked)) as answer:
         async for event in answer:  # read to the end: one token, then its usage
             if isinstance(event, TokenOdds) and alternatives is None:
                 alternatives = event.alternatives
+            elif isinstance(event, Reply):
+                token = event.text
     if not alternatives:
         return Odds(1.0, True)  # no odds after all: trust the call
     likeliest = max(alternatives, key=lambda pair: pair[1])
-    return Odds(call_odds(alternatives), call_odds([likeliest]) > 0)
+    return Odds(call_odds(alternatives), call_odds([likeliest]) > 0, token)
 
 
 async def constrained_calls(

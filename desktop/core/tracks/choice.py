@@ -7,9 +7,9 @@ from typing import Literal, Protocol
 from desktop.core.providers.base import Provider, Track
 from desktop.core.providers.probing import CapabilityCache, ProbeResult
 from desktop.core.providers.registry import ProbingProvider
+from desktop.core.tracks.bars import Bars
+from desktop.core.tracks.bars import Calibrated as GateCalibrated
 from desktop.core.tracks.constrained import ConstrainedTools
-from desktop.core.tracks.gate import Bars
-from desktop.core.tracks.gate import Calibrated as GateCalibrated
 from desktop.core.tracks.native import NativeTools
 from desktop.core.tracks.tool_forms import ToolForm
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import assert_never
 
 from desktop.core.events import (
@@ -32,10 +32,11 @@ from desktop.core.providers.base import (
 )
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.asking import constrained_calls, first_name, probe, whole_call
+from desktop.core.tracks.bars import Bars
 from desktop.core.tracks.emulated import calls_from_text, known_names
+from desktop.core.tracks.free_answer import FreeAnswer, continued, continuing
 from desktop.core.tracks.gate import (
     Answer,
-    Bars,
     Call,
     ConstrainedCalls,
     Decision,
@@ -60,25 +61,6 @@ NO_CALL_GRAMMAR = r"""root ::= first rest
 first ::= [^{\[` \t\n]
 rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
 """
-
-
-@dataclass
-class _FreeAnswer:
-    """The free answer as it streamed: its text, its reply, and the prose held back.
-    Held for a second look, it is paused at its first word (`rest`), not stopped: the
-    server goes on writing it while the turn is asked alone in its other slot, and if the
-    prose stands, the answer goes on from there instead of being asked again."""
-
-    visible: VisibleText = field(default_factory=VisibleText)
-    replies: list[Reply] = field(default_factory=list)
-    held: list[ProviderEvent] = field(default_factory=list)
-    opened: Opened = field(default_factory=lambda: Opened(False))
-    rest: AsyncGenerator[ProviderEvent, None] | None = None
-
-    async def close(self) -> None:
-        if self.rest is not None:
-            rest, self.rest = self.rest, None
-            await rest.aclose()
 
 
 class ConstrainedTools(ProviderWrapper):
@@ -134,7 +116,7 @@ class ConstrainedTools(ProviderWrapper):
             messages, tools, self.bars, odds_reported=self.features.reports_token_odds,
             sampled=sampled, licence=judge,
         )  # fmt: skip
-        free = _FreeAnswer()
+        free = FreeAnswer()
         driven = self._drive(gate, messages, tools, options, free, judge, history, known)
         try:
             async for event in driven:
@@ -148,7 +130,7 @@ class ConstrainedTools(ProviderWrapper):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: RequestOptions,
-        free: _FreeAnswer,
+        free: FreeAnswer,
         judge: Licence,
         history: list[Message],
         known: Sequence[str],
@@ -193,7 +175,7 @@ class ConstrainedTools(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
         ask: Free,
-        free: _FreeAnswer,
+        free: FreeAnswer,
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The free answer, its prose shown as it streams (held, where the second look
         may judge it), read until a call names its tool (or ends, for a tool the gate
@@ -214,7 +196,9 @@ class ConstrainedTools(ProviderWrapper):
             return done
 
         asked = replace(options, temperature=0) if ask.greedy else options
-        shown = relay(self.inner.stream(history, [], asked), visible, free.replies, stop)
+        begun = ask.opening if self.features.continues_answer else ""
+        source = continued(begun, self.inner.stream(continuing(history, begun), [], asked))
+        shown = relay(source, visible, free.replies, stop)
         paused = False
         try:
             async for event in shown:
@@ -242,7 +226,7 @@ class ConstrainedTools(ProviderWrapper):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         options: RequestOptions,
-        free: _FreeAnswer,
+        free: FreeAnswer,
         history: list[Message],
         known: Sequence[str],
         judge: Licence,
@@ -306,7 +290,7 @@ class ConstrainedTools(ProviderWrapper):
             case _:
                 assert_never(decision)
 
-    async def _rest_of(self, free: _FreeAnswer) -> AsyncGenerator[ProviderEvent, None]:
+    async def _rest_of(self, free: FreeAnswer) -> AsyncGenerator[ProviderEvent, None]:
         """The paused free answer, its held prose first, to its end; a call it opens after
         the prose ends it there (the second look said no call)."""
         held, free.held = free.held, []
@@ -391,7 +375,7 @@ def _prose_of(visible: VisibleText) -> str:
 
 
 def _call_reply(
-    decision: Call, written: ConstrainedCalls, free: _FreeAnswer, record: GateRecord
+    decision: Call, written: ConstrainedCalls, free: FreeAnswer, record: GateRecord
 ) -> Reply:
     """The step's calls, after the prose that came before them."""
     raw = free.visible.gate.buffer or written.raw

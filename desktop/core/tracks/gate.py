@@ -8,7 +8,8 @@ The rules, in order:
 0. A request that says nothing a call could take (no number, no content word) and is about
    no tool gets no call: the last rule would leave out any call it made.
 1. Where the answer is sampled, whether it opens a call is decided as at temperature 0: a
-   one-token probe first; if its likeliest token opens a call, the free answer is greedy.
+   one-token probe first; if its likeliest token opens a call, the free answer is greedy,
+   else it goes on from the token the probe sampled (where its prose is shown at once).
 2. The free answer is read until a call names its tool. Prose with no call is the answer,
    except after earlier turns where the model has a bar: prose is then held, and the turn
    asked alone (the second look) decides: under the first request's bar, prose it is
@@ -36,12 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal
 
 from desktop.core.events import BrokenCall, CallGate, GateRecord, ProviderEvent, UsageReport
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe
 from desktop.core.tool_spec import ToolSpec
+from desktop.core.tracks.bars import UNCALIBRATED, Bars
 from desktop.core.tracks.licence import (
     Licence,
     Reason,
@@ -51,59 +53,9 @@ from desktop.core.tracks.licence import (
     request_of,
     tools_about,
 )
+from desktop.core.tracks.odds import prose_opening
 from desktop.core.tracks.prompt import split_turns
 from desktop.core.tracks.step_calls import offered_tool
-
-UNCALIBRATED = "uncalibrated"
-
-
-class Calibrated(Protocol):
-    """What a model's calibration says of its gate (calibration.Calibration)."""
-
-    @property
-    def bar(self) -> float: ...
-
-    @property
-    def later_bar(self) -> float | None: ...
-
-    @property
-    def arguments_bar(self) -> float | None: ...
-
-    @property
-    def source(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Bars:
-    """The least odds of a call for a first request (`first`) and for one after earlier
-    turns (`later`), and for a call's arguments under its bar (None: not weighed). How
-    surely a model opens a call differs from model to model, so each model's bars are
-    measured by its calibration; until then there are none (0: the model's own choice)."""
-
-    first: float = 0.0
-    later: float = 0.0
-    arguments: float | None = None
-    source: str = UNCALIBRATED
-
-    @classmethod
-    def of(cls, calibration: Calibrated | None) -> Bars:
-        if calibration is None:
-            return cls()
-        later = calibration.bar if calibration.later_bar is None else calibration.later_bar
-        return cls(calibration.bar, later, calibration.arguments_bar, calibration.source)
-
-    def for_request(self, messages: Sequence[Message]) -> tuple[float, str]:
-        """The bar that judges this request's calls, and where it came from."""
-        if split_turns(messages)[0]:
-            later = "" if self.source == UNCALIBRATED else ", after earlier turns"
-            return self.later, f"{self.source}{later}"
-        return self.first, self.source
-
-    def for_second_look(self, messages: Sequence[Message]) -> tuple[float, str] | None:
-        """The bar for the turn asked alone (None for a first request: no earlier turns)."""
-        if not split_turns(messages)[0]:
-            return None
-        return self.first, f"{self.source}, the turn alone"
 
 
 @dataclass(frozen=True)
@@ -112,12 +64,14 @@ class Free:
     0; `hold_prose`: prose is not shown until the second look has judged (and the answer
     stops at its first word); `read_whole`: a call to one of these tools is read to its
     end, for the last rule to judge it as written, but for those in `stop_at`, which it
-    refuses by their name alone."""
+    refuses by their name alone; `opening`: its first token, sampled by the opening probe,
+    from which the answer goes on (where the backend continues an answer)."""
 
     greedy: bool = False
     hold_prose: bool = False
     read_whole: frozenset[str] = frozenset()
     stop_at: frozenset[str] = frozenset()
+    opening: str = ""
     kind: Literal["free"] = "free"
 
 
@@ -126,10 +80,12 @@ Ask = Probe | Free | Constrained
 
 @dataclass(frozen=True)
 class Odds:
-    """A probe's answer: the odds of a call, and whether the likeliest token opens one."""
+    """A probe's answer: the odds of a call, whether the likeliest token opens one, and the
+    token it sampled (at the chat's temperature and seed: the answer's own first token)."""
 
     odds: float
     opens: bool
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -256,7 +212,12 @@ def decide(
         judged_as_written(messages, tools))  # fmt: skip
     licence = Licence.of(tools, messages) if licence is None else licence
     by_name = {name: why for name, why in licence.by_name.items() if name in read_whole}
-    opened = yield from _read(Free(greedy, looking, read_whole, frozenset(by_name)))
+    # The probe sampled the answer's first token as the answer would: where it is prose
+    # shown at once, the answer goes on from it instead of sampling it again.
+    opening = probed.token if probed is not None and not greedy and not looking else ""
+    opened = yield from _read(
+        Free(greedy, looking, read_whole, frozenset(by_name), prose_opening(opening))
+    )
     looking = looking and not opened.thought
     judged: CallGate | None = None
     written: ConstrainedCalls | None = None

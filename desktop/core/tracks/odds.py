@@ -33,3 +33,12 @@ def arguments_odds(tokens: Iterable[tuple[str, float]]) -> float | None:
             logs.append(math.log(max(probability, 1e-12)))
         text += token
     return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def prose_opening(token: str) -> str:
+    """`token` where an answer may go on from it as prose (a word, not a call's opening,
+    a tag, bare space or part of a character), else ""."""
+    start = token.lstrip()
+    if not _WORDLIKE.search(token) or start.startswith((*_CALL_OPENERS, "<")) or "\ufffd" in token:
+        return ""
+    return token

@@ -9,8 +9,9 @@ from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Capabilities, RequestOptions
 from desktop.core.tool_spec import Example
 from desktop.core.tools.toolbox import Tool
+from desktop.core.tracks.bars import Bars
 from desktop.core.tracks.constrained import ConstrainedTools
-from desktop.core.tracks.gate import Bars, first_request_step
+from desktop.core.tracks.gate import first_request_step
 from desktop.core.tracks.prompt import render_tool_prompt
 from tests.core.tracks.samples import CLOCK, SEARCH, noop
 from tests.support.fakes import Script, ScriptedProvider, Step
@@ -152,6 +153,33 @@ async def test_a_sampled_answer_whose_greedy_opening_is_prose_stays_sampled() ->
     assert next(e for e in events if isinstance(e, Reply)).text == "Mark the axes."
     probe, free = provider.requests
     assert probe.options.phase == "opening" and free.options.temperature == 0.8
+
+
+async def test_a_sampled_prose_answer_goes_on_from_the_token_its_probe_sampled() -> None:
+    """The probe samples the answer's first token as the answer would: a backend that
+    continues an answer is asked for the rest of it, the token shown first and once (the
+    server here repeats it, as llama.cpp does); one that cannot is asked the whole answer."""
+    from desktop.core.tracks.constrained import ConstrainedTools
+
+    for continues in (True, False):
+        rest = Step(chunks=["Mark the", " axes."]) if continues else Step(chunks=["Mark it."])
+        provider = ScriptedProvider(
+            [Step(chunks=["Mark"], odds=[("Mark", 0.6), ("[", 0.4)]), rest],
+            constrains_json=True, reports_token_odds=True, continues_answer=continues,
+        )  # fmt: skip
+        options = RequestOptions(temperature=0.8, seed=3)
+        track = ConstrainedTools(provider)
+        events = [e async for e in track.stream([Message.user("search for q")], [SEARCH], options)]
+        shown = "".join(e.text for e in events if isinstance(e, TextChunk))
+        reply = next(e for e in events if isinstance(e, Reply))
+        probe, free = provider.requests
+        assert free.options.temperature == 0.8 and free.options.seed == 3
+        if continues:
+            assert shown == reply.text == "Mark the axes."
+            assert free.messages[-1].role == "assistant" and free.messages[-1].text == "Mark"
+            assert free.messages[:-1] == probe.messages
+        else:
+            assert shown == reply.text == "Mark it." and free.messages == probe.messages
 
 
 async def test_a_call_a_sampled_answer_opens_against_its_greedy_opening_is_probed_once() -> None:

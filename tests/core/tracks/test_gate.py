@@ -12,10 +12,10 @@ import pytest
 
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import Constrained, Probe
+from desktop.core.tracks.bars import Bars
 from desktop.core.tracks.gate import (
     Answer,
     Ask,
-    Bars,
     Call,
     ConstrainedCalls,
     Decision,
@@ -86,6 +86,13 @@ ROWS = [
     Row("sampled: the greedy opening decides, its odds judge the call", FIRST, bars(),
         [Odds(0.95, True), CALLED], [Probe(opening=True), Free(greedy=True)], Call,
         "the odds of a call reached the bar", sampled=True),
+    Row("sampled prose shown at once goes on from the token the probe sampled", FIRST, bars(),
+        [Odds(0.3, False, "Rust"), PROSE], [Probe(opening=True), Free(opening="Rust")], Spoken,
+        "the model answered in words", sampled=True),
+    Row("sampled prose held for the second look is asked whole", LATER, bars(),
+        [Odds(0.1, False, "Rust"), PROSE, Odds(0.7, True)],
+        [Probe(opening=True), Free(hold_prose=True), Probe(alone=True)], Spoken,
+        "the call gate said no call, for the turn alone", sampled=True),
     Row("sampled, the likeliest token is prose: sampled as asked", FIRST, bars(),
         [Odds(0.3, False), PROSE], [Probe(opening=True), Free(greedy=False)], Spoken,
         "the model answered in words", sampled=True),
