@@ -35,10 +35,14 @@ def arguments_odds(tokens: Iterable[tuple[str, float]]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
+# Longer than any one token of a tokenizer: a server that sent more did not send a token.
+_LONGEST_TOKEN = 64
+
+
 def prose_opening(token: str) -> str:
     """`token` where an answer may go on from it as prose (a word, not a call's opening,
-    a tag, bare space or part of a character), else ""."""
+    a tag, bare space, part of a character or more than a token), else ""."""
     start = token.lstrip()
     if not _WORDLIKE.search(token) or start.startswith((*_CALL_OPENERS, "<")) or "\ufffd" in token:
         return ""
-    return token
+    return token if len(token) <= _LONGEST_TOKEN else ""

@@ -20,5 +20,5 @@ def test_an_answer_goes_on_only_from_a_prose_opening() -> None:
 
     for token in ("The", " Leonardo", "4", "¡Hola"):
         assert prose_opening(token) == token
-    for token in ("", " ", "\n", "{", ' {"', "[", "```", "<think>", "\ufffd", "!"):
+    for token in ("", " ", "\n", "{", ' {"', "[", "```", "<think>", "\ufffd", "!", "word " * 100):
         assert prose_opening(token) == "", token
