@@ -26,6 +26,12 @@ def first_request(session: Session, conversation: int) -> list[dict[str, Any]]:
     return session.traces[conversation][-1].steps[0].messages
 
 
+def request_of(session: Session, conversation: int) -> dict[str, Any]:
+    """The person's message in the last turn's first request (an answer in words that goes
+    on from the word the gate's probe sampled has that word after it)."""
+    return [m for m in first_request(session, conversation) if m["role"] == "user"][-1]
+
+
 def text_of(message: dict[str, Any]) -> str:
     return "".join(p.get("text", "") for p in message["parts"] if p.get("kind") == "text")
 
@@ -73,7 +79,7 @@ async def test_the_chat_features_on_the_real_server(
         attached = await read_attachment(notes, 2000)
         ask = f"{attached.as_prompt()}\n\nWhen is the meeting?"  # type: ignore[union-attr]
         await turn(session, session.send(c, ask))
-        sent_last = text_of(first_request(session, c)[-1])
+        sent_last = text_of(request_of(session, c))
         assert "[Attached file: notes.txt]" in sent_last and "Thursday at 10" in sent_last
 
         # The bundled model cannot see: the picture stays in the chat, the words go, and
@@ -83,7 +89,7 @@ async def test_the_chat_features_on_the_real_server(
             session, session.send(c, "What is in this picture?", [Image(PNG, "image/png")])
         )
         assert seen[-1].kind == "turn_finished", seen[-1]
-        parts = first_request(session, c)[-1]["parts"]
+        parts = request_of(session, c)["parts"]
         assert all(p.get("kind") != "image" for p in parts)
         asked = [m for _, m in store.messages(c) if m.role == "user" and not m.from_the_loop]
         assert asked[-1].images  # kept with the message (the model may have called a tool)
