@@ -15,7 +15,7 @@ import pytest
 from desktop.core.events import TextDelta, ToolCallParsed, ToolResult, TurnFinished, Usage
 from desktop.core.loop import LoopSettings, complete_turn, run_turn
 from desktop.core.messages import Message, ToolCall
-from desktop.core.providers.base import ProviderWrapper, RequestOptions
+from desktop.core.providers.base import RequestOptions
 from desktop.core.providers.registry import make_provider
 from desktop.core.runtime import LlamaServer
 from desktop.core.tool_spec import Example
@@ -260,29 +260,22 @@ async def test_a_sampled_answer_goes_on_from_the_token_its_probe_sampled(
     its first text, which the track takes out): the person sees the answer once, whole."""
     from desktop.core.tools.builtin.calculator import CALCULATOR
     from desktop.core.tools.builtin.clock import CURRENT_TIME
+    from desktop.core.tracing import TracingProvider
     from desktop.core.tracks.constrained import ConstrainedTools
 
-    class Recorded(ProviderWrapper):
-        def __init__(self, inner: Any) -> None:
-            super().__init__(inner)
-            self.requests: list[list[Message]] = []
-
-        def stream(self, messages: Any, tools: Any, options: Any) -> Any:
-            self.requests.append(list(messages))
-            return self.inner.stream(messages, tools, options)
-
-    provider = make_provider("llamacpp", llama_server.base_url)
-    recorded = Recorded(provider)
+    traced = TracingProvider(make_provider("llamacpp", llama_server.base_url))
+    trace = traced.start_turn("emulated")
     options = RequestOptions(temperature=0.3, seed=7, max_tokens=40)
     events = await complete_turn(
-        ConstrainedTools(recorded), Toolbox([CALCULATOR, CURRENT_TIME]),
+        ConstrainedTools(traced), Toolbox([CALCULATOR, CURRENT_TIME]),
         [Message.user("Write a haiku about autumn.")],
         settings=LoopSettings(options=options),
     )  # fmt: skip
-    await provider.aclose()
-    probe, free = recorded.requests
-    opening = free[-1].text
-    assert free[-1].role == "assistant" and opening.strip() and free[:-1] == probe
+    await traced.inner.aclose()  # type: ignore[attr-defined]
+    (step,) = trace.steps
+    probe, free = step.phases[0].messages, step.messages  # the opening probe, then the answer
+    opening = "".join(part["text"] for part in free[-1]["parts"] if part["kind"] == "text")
+    assert free[-1]["role"] == "assistant" and opening.strip() and free[:-1] == probe
     final = events[-1]
     assert isinstance(final, TurnFinished)
     assert final.text == "".join(e.text for e in events if isinstance(e, TextDelta))
