@@ -28,3 +28,19 @@ _STOPWORDS_TEXT = """a about above after again all also am an and any are as at 
     very via was way we well were what when where which while who whom why will with would you
     your yours yourself"""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+# How people greet, thank, praise and take leave: words that ask nothing of a tool, so a
+# request made only of these (and stopwords) is for the model's words alone.
+_PLEASANTRIES = re.compile(
+    r"\b(?:good (?:morning|afternoon|evening|night|day|one)|nice one|take care|see you|"
+    r"hi|hello|hey|hiya|howdy|greetings|bye|goodbye|farewell|thanks?|thx|cheers|"
+    r"appreciated?|welcome|cool|great|awesome|nice|perfect|wonderful|lovely|good|"
+    r"ha(?:ha)*|lol|wow)\b",
+    re.IGNORECASE,
+)
+
+
+def without_pleasantries(text: str) -> str:
+    """The text with its greetings, thanks and goodbyes taken out: "Thanks, bye!" -> ", !"."""
+    return _PLEASANTRIES.sub(" ", text)

@@ -5,8 +5,9 @@ The chat's track drives it against the backend, streaming prose as it comes; cal
 drives the same one and stops at the decision.
 
 The rules, in order:
-0. A request that says nothing a call could take (no number, no content word) and is about
-   no tool gets no call: the last rule would leave out any call it made.
+0. A request that says nothing a call could take (no number, no content word but its
+   greetings, thanks and goodbyes) and is about no tool gets no call: the last rule would
+   leave out any call it made.
 1. Where the answer is sampled, whether it opens a call is decided as at temperature 0: a
    one-token probe first; if its likeliest token opens a call, the free answer is greedy,
    else it goes on from the token the probe sampled (where its prose is shown at once).
@@ -56,6 +57,7 @@ from desktop.core.tracks.licence import (
 from desktop.core.tracks.odds import prose_opening
 from desktop.core.tracks.prompt import split_turns
 from desktop.core.tracks.step_calls import offered_tool
+from desktop.core.words import without_pleasantries
 
 
 @dataclass(frozen=True)
@@ -276,13 +278,15 @@ def decide(
 
 
 def says_nothing_to_call(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> bool:
-    """Whether a turn's first step asks for nothing a call could take ("Hi there!"): the
-    last rule leaves out a call whose values are not the person's when the request is
-    about no tool, and here there are no values to be the person's."""
+    """Whether a turn's first step asks for nothing a call could take ("Hi there!",
+    "Thanks, bye!"): the last rule leaves out a call whose values are not the person's
+    when the request is about no tool, and a greeting, thanks or goodbye is no value a
+    tool could take."""
     if not tools or not first_request_step(split_turns(messages)[1]):
         return False
     request = request_of(messages)
-    return bool(request.strip()) and not content(request) and not tools_about(messages, tools)
+    said = content(without_pleasantries(request))
+    return bool(request.strip()) and not said and not tools_about(messages, tools)
 
 
 def judged_as_written(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> frozenset[str]:

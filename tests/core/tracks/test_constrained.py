@@ -887,7 +887,7 @@ async def test_a_call_not_made_of_the_persons_request_becomes_a_plain_answer() -
         [Step(chunks=['{"name": "calculator"']), Step(chunks=[made_up]), Step(chunks=["Hi!"])],
         constrains_json=True,
     )
-    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks, bye!")
+    text, reply = await constrained_run(provider, [CALCULATOR], "Thanks, my essay is done!")
     assert reply.tool_calls == [] and reply.text == "Hi!" and "".join(text) == "Hi!"
     plain = provider.requests[2]
     assert plain.tools == [] and "You can use tools" not in plain.messages[0].text
@@ -1055,7 +1055,7 @@ async def test_the_calls_stop_being_written_at_the_first_made_up_one() -> None:
         ],
         constrains_json=True,
     )
-    text, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "Thanks!")
+    text, reply = await constrained_run(provider, [CALCULATOR, CLOCK], "Thanks, my essay is done!")
     assert provider.closed_early == 2  # the free answer at its call, the calls at the first
     assert reply.tool_calls == [] and "".join(text) == "You're welcome!"
     assert reply.record is not None and reply.record.verdict == "plain"
