@@ -8,14 +8,13 @@ track."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import assert_never
 
 from desktop.core.events import (
     GateRecord,
-    Notice,
     ProviderEvent,
     Reply,
     TextChunk,
@@ -23,8 +22,8 @@ from desktop.core.events import (
 )
 from desktop.core.messages import Message, ToolCall
 from desktop.core.providers.base import (
+    ASIDES,
     Constrained,
-    PlainAnswer,
     Probe,
     Provider,
     ProviderWrapper,
@@ -52,15 +51,9 @@ from desktop.core.tracks.licence import Licence
 from desktop.core.tracks.persons_calls import persons_calls
 from desktop.core.tracks.prompt import emulated_history, first_step_prompts, split_turns
 from desktop.core.tracks.step_calls import offered_tool
+from desktop.core.tracks.text_answer import in_words, text_answer
 from desktop.core.tracks.tool_forms import ToolForm
-
-# A plain answer that keeps the tool prompt (for the server's prompt cache) but cannot be a
-# call: it may not open with `{`, `[` or a fence, nor hold `{` followed by a quote (a JSON
-# object, the shape of every call) anywhere; braces in code and prose stay possible.
-NO_CALL_GRAMMAR = r"""root ::= first rest
-first ::= [^{\[` \t\n]
-rest ::= ([^{] | "{" [ \t\n]* [^" \t\n])* ("{" [ \t\n]*)?
-"""
+from desktop.core.tracks.words_ahead import WordsAhead
 
 
 class ConstrainedTools(ProviderWrapper):
@@ -97,7 +90,8 @@ class ConstrainedTools(ProviderWrapper):
             return
         if not tools and options.withdrawn_tools and self.keeps_prefix:
             # The turn's last step: its tools stay in the prompt, calls are forbidden.
-            last = self._plain_answer(messages, options.withdrawn_tools, options, keep_tools=True)
+            last = text_answer(self.inner, messages, options.withdrawn_tools, options,
+                               form=self.form, keep_tools=True)  # fmt: skip
             async for event in last:
                 yield event
             return
@@ -117,12 +111,14 @@ class ConstrainedTools(ProviderWrapper):
             sampled=sampled, licence=judge,
         )  # fmt: skip
         free = FreeAnswer()
-        driven = self._drive(gate, messages, tools, options, free, judge, history, known)
+        ahead = WordsAhead()
+        driven = self._drive(gate, messages, tools, options, free, ahead, judge, history, known)
         try:
             async for event in driven:
                 yield event
         finally:
             await free.close()
+            await ahead.close()
 
     async def _drive(
         self,
@@ -131,12 +127,15 @@ class ConstrainedTools(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
         free: FreeAnswer,
+        ahead: WordsAhead,
         judge: Licence,
         history: list[Message],
         known: Sequence[str],
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The gate's asks made against the backend (the step's prompt as `history`), then
-        its decision carried out."""
+        its decision carried out. Where the free answer opens a call (it is greedy: the
+        probe's likeliest token opened one) and the server has a slot for the answer in
+        words, that answer is asked `ahead` of the verdict."""
         alone = split_turns(messages)[1]
         answer: Answer | None = None
         while True:
@@ -158,16 +157,31 @@ class ConstrainedTools(ProviderWrapper):
                         self.inner, asked, tools, options, ask, names, judge
                     )
                 case Free():
-                    async for event in self._free(history, tools, options, ask, free):
+                    on_call = self._asks_ahead(messages, options, ahead)
+                    async for event in self._free(history, tools, options, ask, free, on_call):
                         yield event
                     answer = free.opened
                 case _:
                     assert_never(ask)
         if not isinstance(decision, Spoken):
             await free.close()
-        carried = self._carry_out(decision, messages, tools, options, free, history, known, judge)
+        if not isinstance(decision, Plain):
+            await ahead.close()  # the gate did not turn the call down: nobody will read it
+        carried = self._carry_out(
+            decision, messages, tools, options, free, ahead, history, known, judge
+        )
         async for event in carried:
             yield event
+
+    def _asks_ahead(
+        self, messages: Sequence[Message], options: RequestOptions, ahead: WordsAhead
+    ) -> Callable[[], None] | None:
+        """What asks the answer in words ahead of the verdict, where the server keeps it in
+        a slot of its own (else it would push a prompt the gate reads out of the cache)."""
+        if self.inner.capabilities.slots <= len(ASIDES):
+            return None
+        why = "asked ahead of the verdict, in case no call is made"
+        return lambda: ahead.ask(lambda: self.inner.stream(*in_words(messages, options, why)))
 
     async def _free(
         self,
@@ -176,10 +190,12 @@ class ConstrainedTools(ProviderWrapper):
         options: RequestOptions,
         ask: Free,
         free: FreeAnswer,
+        on_call: Callable[[], None] | None = None,
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The free answer, its prose shown as it streams (held, where the second look
         may judge it), read until a call names its tool (or ends, for a tool the gate
-        judges as written), or paused at the held prose's first word."""
+        judges as written), or paused at the held prose's first word. `on_call` is
+        called when it opens a call."""
         visible, gate = free.visible, free.visible.gate
         looking, thought = ask.hold_prose, False
         named: str | None = None
@@ -189,6 +205,8 @@ class ConstrainedTools(ProviderWrapper):
             nonlocal named, whole
             if not gate.holding:
                 return False
+            if on_call is not None:
+                on_call()
             done, named = first_name(gate)
             tool = offered_tool(named, tools) if done and named is not None else None
             if tool is not None and tool in ask.read_whole - ask.stop_at:
@@ -227,6 +245,7 @@ class ConstrainedTools(ProviderWrapper):
         tools: Sequence[ToolSpec],
         options: RequestOptions,
         free: FreeAnswer,
+        ahead: WordsAhead,
         history: list[Message],
         known: Sequence[str],
         judge: Licence,
@@ -241,8 +260,8 @@ class ConstrainedTools(ProviderWrapper):
                 if visible.leak is not None and not _prose_of(visible).strip():
                     why = f"the answer was {visible.leak.name}"
                     record = replace(record, verdict="plain", reason=why)
-                    answer = self._plain_answer(messages, [], options, keep_tools=False,
-                                                reason=why, record=record)  # fmt: skip
+                    answer = text_answer(self.inner, messages, [], options, form=self.form,
+                                         keep_tools=False, reason=why, record=record)  # fmt: skip
                     async for event in answer:
                         yield event
                     return
@@ -256,9 +275,9 @@ class ConstrainedTools(ProviderWrapper):
                     raw, finish = reply.raw or reply.text, reply.finish_reason
                 yield Reply(_prose_of(visible), [], [], raw, finish, record.judged, record=record)
             case Plain():
-                answer = self._plain_answer(
-                    messages, tools, options, keep_tools=False,
-                    reason=decision.reason, shown=decision.shown, record=record,
+                answer = text_answer(
+                    self.inner, messages, tools, options, form=self.form, keep_tools=False,
+                    reason=decision.reason, shown=decision.shown, record=record, ahead=ahead,
                 )  # fmt: skip
                 async for event in answer:
                     yield event
@@ -271,9 +290,9 @@ class ConstrainedTools(ProviderWrapper):
                 why = "; ".join(dict.fromkeys(str(r.reason) for r in made.refused))
                 if made.none_left:
                     record = replace(record, verdict="plain", reason=why)
-                    answer = self._plain_answer(
-                        messages, tools, options, keep_tools=False, reason=why,
-                        shown=decision.prose, record=record,
+                    answer = text_answer(
+                        self.inner, messages, tools, options, form=self.form, keep_tools=False,
+                        reason=why, shown=decision.prose, record=record,
                     )  # fmt: skip
                     async for event in answer:
                         yield event
@@ -304,68 +323,6 @@ class ConstrainedTools(ProviderWrapper):
                 yield event
                 if free.visible.gate.holding:
                     return
-
-    async def _plain_answer(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        options: RequestOptions,
-        *,
-        keep_tools: bool,
-        reason: str | None = None,
-        shown: str = "",
-        record: GateRecord | None = None,
-        again: bool = True,
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """The answer in text, for a call the gate turned down or that named no offered
-        tool, or a step whose tools were withdrawn. All of it is text, shown as it streams,
-        even JSON: no call can come of it. After withdrawn tools, where the backend can
-        forbid a call, the prompt keeps the tools (`keep_tools`: the prefix the server has
-        cached). After an unsure call the tools are left out: kept and forbidden, the model
-        echoed the request or explained how to call the tool instead of answering, and that
-        prompt is short anyway.
-
-        `reason` says why a later part of the step answers in text (for the trace); without
-        one, the answer is a step of its own (the last, tool-free one). `shown` is prose of
-        the step's free answer that was already shown: the answer's text goes on from it.
-
-        An answer that is one of Loomchat's own formats (a call written out, a transcript
-        line) ends where it begins; if nothing came before it, the request is asked again
-        (`again`) alone, without tools or earlier turns, whose shapes the model copied."""
-        part = PlainAnswer(reason) if reason else options.part
-        plain_options = replace(options, part=part, withdrawn_tools=())
-        if self.keeps_prefix and tools and keep_tools:
-            history = emulated_history(messages, tools, calls_allowed=False, form=self.form)
-            plain_options = replace(plain_options, grammar=NO_CALL_GRAMMAR)
-        else:
-            history = emulated_history(messages, [])
-            plain_options = replace(plain_options, aside="in words")
-        visible = VisibleText(hold_calls=False)
-        replies: list[Reply] = []
-        plain = relay(self.inner.stream(history, [], plain_options), visible, replies)
-        async with aclosing(plain) as answer:
-            async for event in answer:
-                yield event
-        for piece in visible.flush():
-            yield piece
-        leak = visible.leak
-        if leak is not None and not f"{shown}{visible.prose}".strip():
-            if again:
-                alone = split_turns(messages)[1]
-                why = f"the answer was {leak.name}: asked again, the request alone"
-                again_record = replace(record, reason=why) if record is not None else None
-                retry = self._plain_answer(alone, [], options, keep_tools=False, reason=why,
-                                           record=again_record, again=False)  # fmt: skip
-                async for event in retry:
-                    yield event
-                return
-            yield Notice(f"The model answered with {leak.name} instead of words.")
-        judged = record.judged if record is not None else None
-        raw = visible.guard.text
-        finish: str | None = "stop"  # where a leak ended it, no reply came
-        for reply in replies[-1:]:
-            raw, finish = reply.raw or raw, reply.finish_reason
-        yield Reply(f"{shown}{visible.prose}", [], [], raw, finish, judged, record=record)
 
 
 def _prose_of(visible: VisibleText) -> str:

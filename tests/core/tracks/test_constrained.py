@@ -408,7 +408,7 @@ def test_the_no_call_grammar_forbids_every_shape_of_a_call() -> None:
     hides in it; prose and code with braces pass."""
     import re
 
-    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR
+    from desktop.core.tracks.text_answer import NO_CALL_GRAMMAR
 
     rules = dict(line.split(" ::= ") for line in NO_CALL_GRAMMAR.strip().splitlines())
     assert rules["root"] == "first rest"
@@ -434,8 +434,9 @@ def test_the_no_call_grammar_forbids_every_shape_of_a_call() -> None:
 async def test_the_last_step_keeps_the_tool_prompt_and_forbids_calls() -> None:
     from desktop.core.loop import LoopSettings, run_turn
     from desktop.core.tools.toolbox import Toolbox
-    from desktop.core.tracks.constrained import NO_CALL_GRAMMAR, ConstrainedTools
+    from desktop.core.tracks.constrained import ConstrainedTools
     from desktop.core.tracks.prompt import NO_TOOLS_HINT
+    from desktop.core.tracks.text_answer import NO_CALL_GRAMMAR
 
     call = '{"name": "search", "arguments": {"query": "q"}}'
     provider = ScriptedProvider(
