@@ -133,9 +133,10 @@ class ConstrainedTools(ProviderWrapper):
         known: Sequence[str],
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The gate's asks made against the backend (the step's prompt as `history`), then
-        its decision carried out. Where the free answer opens a call (it is greedy: the
-        probe's likeliest token opened one) and the server has a slot for the answer in
-        words, that answer is asked `ahead` of the verdict."""
+        its decision carried out. Where the free answer opens a call the gate may turn down
+        as written (the request is about no offered tool, or a result came before), and the
+        server has a slot for the answer in words, that answer is asked `ahead` of the
+        verdict."""
         alone = split_turns(messages)[1]
         answer: Answer | None = None
         while True:
@@ -157,7 +158,8 @@ class ConstrainedTools(ProviderWrapper):
                         self.inner, asked, tools, options, ask, names, judge
                     )
                 case Free():
-                    on_call = self._asks_ahead(messages, options, ahead)
+                    # Where the request is about a tool, the call it opens is likely made.
+                    on_call = self._asks_ahead(messages, options, ahead) if ask.read_whole else None
                     async for event in self._free(history, tools, options, ask, free, on_call):
                         yield event
                     answer = free.opened

@@ -15,6 +15,7 @@ from tests.support.fakes import Request, ScriptedProvider, Step
 SAMPLED = RequestOptions(temperature=0.3, seed=7)
 OPENS_A_CALL = Step(odds=[('{"', 0.9), ("Sure", 0.1)])
 NOT_OFFERED = Step(chunks=['{"name": "', "jo", 'ke"', ', "arguments": {}}'])
+DUE = Step(chunks=['{"name": "', "sea", 'rch"', ', "arguments": {"query": "rust"}}'])
 
 
 def server(words: Step, *, slots: int, free: Step = NOT_OFFERED) -> ScriptedProvider:
@@ -74,11 +75,11 @@ async def test_without_a_slot_of_their_own_the_words_are_asked_after_the_verdict
 
 
 async def test_the_words_asked_ahead_of_a_call_made_are_cancelled() -> None:
-    """The call is the person's: the answer in words, still being written, is cancelled
-    before the call is written under the grammar, and never shown."""
-    due = Step(chunks=['{"name": "', "sea", 'rch"', ', "arguments": {"query": "rust"}}'])
-    provider = server(Step(chunks=["Rust is"], hang=True), slots=3, free=due)
-    events = await run(provider, "search my notes on rust")
+    """The call is the person's (its value is what they said): the answer in words, still
+    being written, is cancelled before the call is written under the grammar, and never
+    shown."""
+    provider = server(Step(chunks=["Rust is"], hang=True), slots=3, free=DUE)
+    events = await run(provider, "look up rust")
     reply = next(e for e in events if isinstance(e, Reply))
     assert [c.name for c in reply.tool_calls] == ["search"]
     assert provider.cancelled and provider.noted == [0]  # type: ignore[attr-defined]
@@ -86,10 +87,22 @@ async def test_the_words_asked_ahead_of_a_call_made_are_cancelled() -> None:
     assert provider.requests[-1].options.phase == "constrained"
 
 
-async def test_a_failure_of_words_never_used_is_not_the_turns() -> None:
-    due = Step(chunks=['{"name": "', "sea", 'rch"', ', "arguments": {"query": "rust"}}'])
-    provider = server(Step(error="the server went away"), slots=3, free=due)
+async def test_no_words_are_asked_ahead_of_a_call_to_the_tool_the_request_is_about() -> None:
+    """ "search my notes" is about the search tool: its call is likely made, and words
+    asked beside it would only slow it."""
+    provider = server(Step(chunks=["Rust is"]), slots=3, free=DUE)
+    del provider.script[2]  # the words
     events = await run(provider, "search my notes on rust")
+    assert [c.name for c in next(e for e in events if isinstance(e, Reply)).tool_calls] == [
+        "search"
+    ]
+    assert [r.options.phase for r in provider.requests] == ["opening", None, "constrained"]
+    assert provider.noted == []  # type: ignore[attr-defined]
+
+
+async def test_a_failure_of_words_never_used_is_not_the_turns() -> None:
+    provider = server(Step(error="the server went away"), slots=3, free=DUE)
+    events = await run(provider, "look up rust")
     assert [c.name for c in next(e for e in events if isinstance(e, Reply)).tool_calls] == [
         "search"
     ]
