@@ -1,6 +1,6 @@
-"""The answer in words, asked ahead. Where the opening probe says the answer opens a call,
-the gate may still turn the call down (a tool not offered, a call that is not the
-person's, odds under the bar), and the answer without tools is then what the person gets.
+"""The answer in words, asked ahead. Where the answer opens a call, the gate may still turn
+it down (a tool not offered, a call that is not the person's, odds under the bar), and
+the answer without tools is then what the person gets.
 On a server that keeps that answer's prompt in a slot of its own and batches its slots,
 it is asked at once, while the call is read to its name: the server writes the call's
 tokens and reads the answer's prompt in the same batches, so the answer is on its way
