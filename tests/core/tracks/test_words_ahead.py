@@ -18,9 +18,11 @@ NOT_OFFERED = Step(chunks=['{"name": "', "jo", 'ke"', ', "arguments": {}}'])
 DUE = Step(chunks=['{"name": "', "sea", 'rch"', ', "arguments": {"query": "rust"}}'])
 
 
-def server(words: Step, *, slots: int, free: Step = NOT_OFFERED) -> ScriptedProvider:
+def server(
+    words: Step, *, slots: int, free: Step = NOT_OFFERED
+) -> tuple[ScriptedProvider, list[int]]:
     """A backend with `slots` that opens a call, the answer in words being `words`; what
-    the free answer had done when the words were asked is noted in `noted`."""
+    the free answer had done when the words were asked is noted in the list returned."""
     provider = ScriptedProvider([], capabilities=Capabilities(slots=slots),
                                 constrains_json=True, reports_token_odds=True)  # fmt: skip
 
@@ -29,10 +31,9 @@ def server(words: Step, *, slots: int, free: Step = NOT_OFFERED) -> ScriptedProv
         return words
 
     noted: list[int] = []
-    provider.noted = noted  # type: ignore[attr-defined]
     call = Step(chunks=['[{"name": "search", "arguments": {"query": "rust"}}]'])
     provider.script = [OPENS_A_CALL, free, asked_words, call]
-    return provider
+    return provider, noted
 
 
 async def run(provider: ScriptedProvider, request: str) -> list[ProviderEvent]:
@@ -48,7 +49,7 @@ async def test_a_call_turned_down_is_answered_by_the_words_asked_while_it_was_re
     """The probe opens a call, so the answer in words is asked as the call is read (the
     free answer not yet stopped at its name); the call names no offered tool, and those
     words are the answer: no request after the verdict."""
-    provider = server(Step(chunks=["Why did", " it?"]), slots=3)
+    provider, noted = server(Step(chunks=["Why did", " it?"]), slots=3)
     events = await run(provider, "Tell me a joke.")
     reply = next(e for e in events if isinstance(e, Reply))
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Why did it?"
@@ -56,7 +57,7 @@ async def test_a_call_turned_down_is_answered_by_the_words_asked_while_it_was_re
     assert reply.record is not None
     assert reply.record.reason == "the call named 'joke', which is not an offered tool"
     probe, free, words = provider.requests
-    assert provider.noted == [0]  # type: ignore[attr-defined]
+    assert noted == [0]
     assert probe.options.phase == "opening" and free.options.phase is None
     assert words.options.aside == "in words" and words.options.phase == "plain"
     assert words.tools == [] and "You can use tools" not in words.messages[0].text
@@ -65,10 +66,10 @@ async def test_a_call_turned_down_is_answered_by_the_words_asked_while_it_was_re
 async def test_without_a_slot_of_their_own_the_words_are_asked_after_the_verdict() -> None:
     """Two slots: the answer in words would share the turn alone's, so it waits for the
     verdict, as before."""
-    provider = server(Step(chunks=["Why did", " it?"]), slots=2)
+    provider, noted = server(Step(chunks=["Why did", " it?"]), slots=2)
     events = await run(provider, "Tell me a joke.")
     assert next(e for e in events if isinstance(e, Reply)).text == "Why did it?"
-    assert provider.noted == [1]  # type: ignore[attr-defined]
+    assert noted == [1]
     assert provider.requests[2].options.reason == (
         "the call named 'joke', which is not an offered tool"
     )
@@ -78,11 +79,11 @@ async def test_the_words_asked_ahead_of_a_call_made_are_cancelled() -> None:
     """The call is the person's (its value is what they said): the answer in words, still
     being written, is cancelled before the call is written under the grammar, and never
     shown."""
-    provider = server(Step(chunks=["Rust is"], hang=True), slots=3, free=DUE)
+    provider, noted = server(Step(chunks=["Rust is"], hang=True), slots=3, free=DUE)
     events = await run(provider, "look up rust")
     reply = next(e for e in events if isinstance(e, Reply))
     assert [c.name for c in reply.tool_calls] == ["search"]
-    assert provider.cancelled and provider.noted == [0]  # type: ignore[attr-defined]
+    assert provider.cancelled and noted == [0]
     assert not any(isinstance(e, TextChunk) and "Rust is" in e.text for e in events)
     assert provider.requests[-1].options.phase == "constrained"
 
@@ -90,18 +91,18 @@ async def test_the_words_asked_ahead_of_a_call_made_are_cancelled() -> None:
 async def test_no_words_are_asked_ahead_of_a_call_to_the_tool_the_request_is_about() -> None:
     """ "search my notes" is about the search tool: its call is likely made, and words
     asked beside it would only slow it."""
-    provider = server(Step(chunks=["Rust is"]), slots=3, free=DUE)
+    provider, noted = server(Step(chunks=["Rust is"]), slots=3, free=DUE)
     del provider.script[2]  # the words
     events = await run(provider, "search my notes on rust")
     assert [c.name for c in next(e for e in events if isinstance(e, Reply)).tool_calls] == [
         "search"
     ]
     assert [r.options.phase for r in provider.requests] == ["opening", None, "constrained"]
-    assert provider.noted == []  # type: ignore[attr-defined]
+    assert noted == []
 
 
 async def test_a_failure_of_words_never_used_is_not_the_turns() -> None:
-    provider = server(Step(error="the server went away"), slots=3, free=DUE)
+    provider, _ = server(Step(error="the server went away"), slots=3, free=DUE)
     events = await run(provider, "look up rust")
     assert [c.name for c in next(e for e in events if isinstance(e, Reply)).tool_calls] == [
         "search"
@@ -109,6 +110,6 @@ async def test_a_failure_of_words_never_used_is_not_the_turns() -> None:
 
 
 async def test_a_failure_of_the_words_taken_is_the_turns() -> None:
-    provider = server(Step(chunks=["Why"], error="the server went away"), slots=3)
+    provider, _ = server(Step(chunks=["Why"], error="the server went away"), slots=3)
     with pytest.raises(ProviderError, match="the server went away"):
         await run(provider, "Tell me a joke.")
