@@ -8,13 +8,12 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 
-from desktop.core.events import GateRecord, Notice, ProviderEvent, Reply, TextChunk
+from desktop.core.events import GateRecord, Notice, ProviderEvent, Reply
 from desktop.core.messages import Message
 from desktop.core.providers.base import PlainAnswer, Provider, RequestOptions
 from desktop.core.tool_spec import ToolSpec
 from desktop.core.tracks.holdback import VisibleText, relay
 from desktop.core.tracks.prompt import emulated_history, split_turns
-from desktop.core.tracks.result_values import ResultValues, result_values
 from desktop.core.tracks.tool_forms import ToolForm
 from desktop.core.tracks.words_ahead import WordsAhead
 
@@ -54,10 +53,7 @@ async def text_answer(
 
     An answer that is one of Loomchat's own formats (a call written out, a transcript
     line) ends where it begins; if nothing came before it, the request is asked again
-    (`again`) alone, without tools or earlier turns, whose shapes the model copied. So is
-    an answer after a result that states none of its values (`result_values`): held while
-    it has not, it is never shown; the model, turned away from another call, answered as
-    if it had made that one instead.
+    (`again`) alone, without tools or earlier turns, whose shapes the model copied.
     Without the tools, the answer asked `ahead` of the verdict is this one."""
     if tools and keep_tools:
         history = emulated_history(messages, tools, calls_allowed=False, form=form)
@@ -70,35 +66,22 @@ async def text_answer(
     visible = VisibleText(hold_calls=False)
     replies: list[Reply] = []
     plain = relay(source, visible, replies)
-    # Where a result holds values to state and nothing was shown yet, the answer is held
-    # until it states one: one that never does is asked again, never shown.
-    until = _UntilStated(result_values(messages) if again and not shown.strip() else ResultValues())
     async with aclosing(plain) as answer:
         async for event in answer:
-            for out in until.feed(event, visible.prose):
-                yield out
-    for piece in visible.flush():
-        for out in until.feed(piece, visible.prose):
-            yield out
-    leak = visible.leak
-    nothing_said = not f"{shown}{visible.prose}".strip()
-    why: str | None = None
-    if leak is None and not until.stated:
-        why = "the answer left out the tool's result"
-    elif leak is not None and nothing_said and again:
-        why = f"the answer was {leak.name}"
-    if why is not None:
-        why = f"{why}: asked again, the request alone"
-        again_record = replace(record, reason=why) if record is not None else None
-        alone = split_turns(messages)[1]
-        retry = text_answer(inner, alone, [], options, form=form, keep_tools=False,
-                            reason=why, record=again_record, again=False)  # fmt: skip
-        async for event in retry:
             yield event
-        return
-    for out in until.release():  # cut short by a leak: what came before it is the answer
-        yield out
-    if leak is not None and nothing_said:
+    for piece in visible.flush():
+        yield piece
+    leak = visible.leak
+    if leak is not None and not f"{shown}{visible.prose}".strip():
+        if again:
+            alone = split_turns(messages)[1]
+            why = f"the answer was {leak.name}: asked again, the request alone"
+            again_record = replace(record, reason=why) if record is not None else None
+            retry = text_answer(inner, alone, [], options, form=form, keep_tools=False,
+                                reason=why, record=again_record, again=False)  # fmt: skip
+            async for event in retry:
+                yield event
+            return
         yield Notice(f"The model answered with {leak.name} instead of words.")
     judged = record.judged if record is not None else None
     raw = visible.guard.text
@@ -106,29 +89,6 @@ async def text_answer(
     for reply in replies[-1:]:
         raw, finish = reply.raw or raw, reply.finish_reason
     yield Reply(f"{shown}{visible.prose}", [], [], raw, finish, judged, record=record)
-
-
-class _UntilStated:
-    """Text held while the answer has stated none of a result's values; the moment it
-    does, all of it is let through. Nothing else is held."""
-
-    def __init__(self, values: ResultValues) -> None:
-        self.values = values
-        self.held: list[ProviderEvent] = []
-        self.stated = not values
-
-    def feed(self, event: ProviderEvent, prose: str) -> list[ProviderEvent]:
-        if self.stated or not isinstance(event, TextChunk):
-            return [event]
-        self.held.append(event)
-        if not self.values.stated_in(prose):
-            return []
-        return self.release()
-
-    def release(self) -> list[ProviderEvent]:
-        self.stated = True
-        shown, self.held = self.held, []
-        return shown
 
 
 def in_words(

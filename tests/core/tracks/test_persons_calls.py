@@ -29,7 +29,7 @@ async def reply_to(messages: list[Message], provider: ScriptedProvider) -> Reply
     return next(e for e in events if isinstance(e, Reply))
 
 
-def model(*, written_again: bool = True, in_words: str = "In words.") -> ScriptedProvider:
+def model(*, written_again: bool = True) -> ScriptedProvider:
     """Opens with the chart and writes a made-up one; then the total, if asked again."""
     again = [Step(chunks=[json.dumps(TOTAL)])] if written_again else []
     return ScriptedProvider(
@@ -37,7 +37,7 @@ def model(*, written_again: bool = True, in_words: str = "In words.") -> Scripte
             Step(chunks=['{"name": "create_chart"']),
             Step(chunks=[json.dumps(MADE_UP_CHART)]),
             *again,
-            Step(chunks=[in_words]),
+            Step(chunks=["In words."]),
         ],
         constrains_json=True,
     )
@@ -69,12 +69,12 @@ async def test_a_request_about_no_other_tool_is_answered_in_words() -> None:
 
 async def test_after_a_result_the_calls_are_not_written_again() -> None:
     """Later in a turn a refused call ends in words: the results are there to answer."""
-    provider = model(written_again=False, in_words="The total was 355.")
+    provider = model(written_again=False)
     call = ToolCall("c1", "calculator", {"expression": "120 + 95 + 140"})
     messages = [Message.user("What were the total sales?"), Message.assistant("", [call]),
                 Message.tool("c1", "calculator", '{"result": 355}')]  # fmt: skip
     reply = await reply_to(messages, provider)
-    assert reply.tool_calls == [] and reply.text == "The total was 355."
+    assert reply.tool_calls == [] and reply.text == "In words."
     assert len(provider.requests) == 3
 
 
